@@ -1,0 +1,342 @@
+"""The attention mechanism, in numpy and nothing else.
+
+This is the one file to read to see the whole mechanism. Everything follows
+the row-vector convention of Vaswani et al. (2017), "Attention Is All You
+Need": a sentence is a matrix X of shape (n, d_model), one row per token, and
+a projection is a right-multiplication, Q = X @ W_Q with W_Q of shape
+(d_model, d_k). Any number of leading batch dimensions (..., n, d) is allowed.
+
+Masks are boolean and True means "may attend", the same convention as the
+boolean ``attn_mask`` of PyTorch.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "softmax",
+    "scaled_dot_product_attention",
+    "causal_mask",
+    "attention_entropy",
+    "split_heads",
+    "merge_heads",
+    "multi_head_attention",
+]
+
+
+# --------------------------------------------------------------------------
+# Input checks. Each one raises ValueError naming the argument and what it got,
+# so a learner never meets a traceback from deep inside numpy.
+# --------------------------------------------------------------------------
+
+def _as_real_array(x, name, allow_neginf=False):
+    """Return ``x`` as a float array, or raise ValueError naming ``name``.
+
+    NaN and inf are refused; with ``allow_neginf`` -inf is let through.
+    """
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged lists and other oddities
+        raise ValueError(f"{name} must be an array of real numbers; could not read it as one ({exc})") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name} must be an array of real numbers; got dtype {arr.dtype}")
+    arr = arr.astype(float, copy=False)
+    bad = np.isnan(arr) | np.isposinf(arr) | (np.isneginf(arr) & (not allow_neginf))
+    if bad.any():
+        what = "NaN" if np.isnan(arr).any() else "inf"
+        need = "a finite number or -inf" if allow_neginf else "a finite number"
+        raise ValueError(f"{name} contains {what}; every entry must be {need} (shape {arr.shape})")
+    return arr
+
+
+def _at_least_2d(arr, name, what):
+    if arr.ndim < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions {what}; got shape {arr.shape}")
+
+
+# --------------------------------------------------------------------------
+# Softmax
+# --------------------------------------------------------------------------
+
+def softmax(x, axis=-1):
+    """Turn scores into weights that are positive and sum to 1 along ``axis``.
+
+    softmax(x)_j = exp(x_j) / sum_i exp(x_i)
+
+    The maximum of each slice is subtracted before exponentiating. This
+    changes nothing mathematically (the factor exp(-max) cancels) but keeps
+    exp from overflowing: scores of 1000 and 1001 give 0.269 and 0.731.
+
+    Parameters
+    ----------
+    x : array_like of real numbers, any shape. Entries may be ``-inf``
+        (they get weight 0); NaN and ``+inf`` are refused.
+    axis : int, the axis that sums to 1 (default: the last).
+
+    Returns
+    -------
+    ndarray of floats, the shape of ``x``. A slice that is ``-inf``
+    everywhere has nothing to give weight to and comes back as all zeros
+    (not NaN).
+
+    Raises
+    ------
+    ValueError if ``x`` is not real-valued, holds NaN or ``+inf``, or
+    ``axis`` is not an axis of ``x``.
+    """
+    arr = _as_real_array(x, "x", allow_neginf=True)
+    if arr.ndim == 0:
+        raise ValueError("x must have at least 1 dimension; got a single number")
+    if not isinstance(axis, numbers.Integral) or not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis must be an integer between {-arr.ndim} and {arr.ndim - 1} for x of shape {arr.shape}; got {axis!r}")
+    top = np.max(arr, axis=axis, keepdims=True)
+    top = np.where(np.isneginf(top), 0.0, top)  # an all -inf slice: exp(-inf) = 0 everywhere
+    e = np.exp(arr - top)
+    total = np.sum(e, axis=axis, keepdims=True)
+    return e / np.where(total == 0.0, 1.0, total)
+
+
+# --------------------------------------------------------------------------
+# Scaled dot-product attention
+# --------------------------------------------------------------------------
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
+    """Scaled dot-product attention, Vaswani et al. (2017), section 3.2.1, eq. (1).
+
+        scores  = Q @ K^T                  (how well each query matches each key)
+        weights = softmax(scores * scale)  (each row sums to 1)
+        output  = weights @ V              (a weighted mixture of the values)
+
+    Parameters
+    ----------
+    Q : array (..., n_q, d_k), one query per row.
+    K : array (..., n_k, d_k), one key per row.
+    V : array (..., n_k, d_v), one value per row, in the same order as K.
+    mask : optional boolean array broadcastable to (..., n_q, n_k).
+        True means the query may attend to that key. A masked key gets
+        exactly zero weight: its score is set to -inf *before* the softmax.
+    scale : optional positive number multiplying the scores.
+        None (the default) means 1 / sqrt(d_k); 1.0 switches scaling off.
+
+    Returns
+    -------
+    output : ndarray (..., n_q, d_v)
+    weights : ndarray (..., n_q, n_k), the attention weights; every row sums
+        to 1, except a row whose mask is False everywhere: that query has
+        nothing to attend to, so its weights are all 0 and its output is the
+        zero vector (never NaN, and no warning).
+
+    Raises
+    ------
+    ValueError, naming the argument and the shapes it got, when an input has
+    fewer than 2 dimensions, Q and K disagree on d_k, K and V disagree on
+    n_k, batch dimensions do not broadcast, an input holds NaN or inf, the
+    mask is not boolean or does not broadcast to (..., n_q, n_k), or scale is
+    not a positive finite number.
+    """
+    Q = _as_real_array(Q, "Q")
+    K = _as_real_array(K, "K")
+    V = _as_real_array(V, "V")
+    _at_least_2d(Q, "Q", "(..., n_q, d_k)")
+    _at_least_2d(K, "K", "(..., n_k, d_k)")
+    _at_least_2d(V, "V", "(..., n_k, d_v)")
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            f"Q and K must have the same d_k (last axis): Q has shape {Q.shape}, K has shape {K.shape}"
+        )
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            f"K and V must have the same number of keys n_k (second-to-last axis): "
+            f"K has shape {K.shape}, V has shape {V.shape}"
+        )
+    try:
+        np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the batch dimensions of Q, K and V do not broadcast: Q {Q.shape}, K {K.shape}, V {V.shape}"
+        ) from None
+
+    d_k = Q.shape[-1]
+    if scale is None:
+        scale = 1.0 / np.sqrt(d_k)
+    elif (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
+          or not np.isfinite(scale) or scale <= 0):
+        raise ValueError(f"scale must be a positive finite number (or None for 1/sqrt(d_k)); got {scale!r}")
+
+    # Transpose only the last two axes: .T would also reverse the batch axes.
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        scores = (Q @ np.swapaxes(K, -1, -2)) * float(scale)
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("the scores Q @ K^T overflowed to inf; the inputs are too large in magnitude")
+
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise ValueError(
+                f"mask must be boolean (True = may attend); got dtype {mask.dtype} with shape {mask.shape}"
+            )
+        try:
+            full = np.broadcast_shapes(mask.shape, scores.shape)
+        except ValueError:
+            full = None
+        if full != scores.shape:
+            raise ValueError(
+                f"mask of shape {mask.shape} does not broadcast to the scores' shape (..., n_q, n_k) = {scores.shape}"
+            )
+        # Mask before the softmax: a masked key's score becomes -inf, so its
+        # exponential is exactly 0 and the remaining weights still sum to 1.
+        scores = np.where(mask, scores, -np.inf)
+
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+def causal_mask(n):
+    """The causal mask for a sequence of ``n`` tokens: shape (n, n), dtype bool.
+
+    Entry [i, j] is True when query i may attend to key j, that is when
+    j <= i: each token sees itself and the tokens before it, never the ones
+    after it (Vaswani et al. 2017, section 3.2.3, "masking out ... all values
+    in the input of the softmax which correspond to illegal connections").
+
+    Raises ValueError unless ``n`` is a positive integer.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be a positive whole number of tokens; got {n!r}")
+    return np.tril(np.ones((int(n), int(n)), dtype=bool))
+
+
+def attention_entropy(weights):
+    """The entropy of each row of attention weights, in nats.
+
+        H(row) = -sum_j w_j * log(w_j),   with 0 * log(0) taken as 0
+
+    A row that puts all its weight on one key has entropy 0; a row spread
+    evenly over n keys has the largest possible entropy, log(n). A row of
+    all zeros (a query with nothing to attend to) gets 0.
+
+    Parameters
+    ----------
+    weights : array (..., n_q, n_k) of non-negative finite numbers
+        (a single row of shape (n_k,) is accepted too).
+
+    Returns
+    -------
+    ndarray (..., n_q) of entropies in nats (a float array of shape () for a
+    single row).
+
+    Raises ValueError if ``weights`` is not a real array with at least one
+    dimension, or holds NaN, inf or a negative number.
+    """
+    w = _as_real_array(weights, "weights")
+    if w.ndim == 0:
+        raise ValueError("weights must have at least 1 dimension (one row of weights); got a single number")
+    if (w < 0).any():
+        raise ValueError(f"weights must be non-negative; got a minimum of {float(w.min())} in shape {w.shape}")
+    safe = np.where(w > 0, w, 1.0)  # log(1) = 0 makes 0 * log 0 count as 0
+    return -np.sum(w * np.log(safe), axis=-1)
+
+
+# --------------------------------------------------------------------------
+# Multi-head attention
+# --------------------------------------------------------------------------
+
+def split_heads(x, num_heads):
+    """Cut the features of ``x`` into ``num_heads`` contiguous slices.
+
+    x : array (..., n, d_model)  ->  array (..., num_heads, n, d_model // num_heads)
+
+    Head h gets features h*d_k to (h+1)*d_k - 1. The reshape is followed by
+    a transpose of the head and token axes; a reshape alone would mix
+    features of different tokens into one head. ``merge_heads`` undoes it.
+
+    Raises ValueError if ``num_heads`` is not a positive integer dividing d_model.
+    """
+    x = np.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"x must have at least 2 dimensions (..., n, d_model); got shape {x.shape}")
+    d_model = x.shape[-1]
+    _check_num_heads(num_heads, d_model)
+    d_k = d_model // num_heads
+    x = x.reshape(*x.shape[:-1], num_heads, d_k)  # (..., n, h, d_k)
+    return np.swapaxes(x, -2, -3)                 # (..., h, n, d_k)
+
+
+def merge_heads(x):
+    """Put the heads back side by side: (..., num_heads, n, d_k) -> (..., n, num_heads * d_k).
+
+    The inverse of ``split_heads``: merge_heads(split_heads(x, h)) equals x.
+    """
+    x = np.asarray(x)
+    if x.ndim < 3:
+        raise ValueError(f"x must have at least 3 dimensions (..., num_heads, n, d_k); got shape {x.shape}")
+    x = np.swapaxes(x, -2, -3)                     # (..., n, h, d_k)
+    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+
+
+def _check_num_heads(num_heads, d_model):
+    if isinstance(num_heads, bool) or not isinstance(num_heads, numbers.Integral) or num_heads < 1:
+        raise ValueError(f"num_heads must be a positive whole number; got {num_heads!r}")
+    if d_model % num_heads:
+        options = [h for h in range(1, d_model + 1) if d_model % h == 0]
+        raise ValueError(
+            f"num_heads must divide d_model = {d_model} so every head gets the same d_k; "
+            f"got num_heads = {num_heads}. Values that work: {options}"
+        )
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Multi-head self-attention, Vaswani et al. (2017), section 3.2.2.
+
+        Q = X W_Q,  K = X W_K,  V = X W_V            (each (..., n, d_model))
+        head_h = attention(Q_h, K_h, V_h)             (Q_h: features of head h)
+        output = concat(head_1, ..., head_H) W_O
+
+    Each head works on its own contiguous slice of d_k = d_model / num_heads
+    projected features and scales its scores by 1/sqrt(d_k), the width of
+    that head's keys, not 1/sqrt(d_model). With 8 heads of 64 on a width of
+    512 the heads together cost what one full-width head costs.
+
+    Parameters
+    ----------
+    X : array (..., n, d_model)
+    W_Q, W_K, W_V : arrays (d_model, d_model); columns h*d_k .. (h+1)*d_k - 1
+        belong to head h.
+    W_O : array (d_model, d_model), applied to the concatenated heads.
+    num_heads : positive integer dividing d_model.
+    mask : optional boolean array broadcastable to (..., num_heads, n, n)
+        (a (n, n) causal or padding mask applies to every head). True = may attend.
+
+    Returns
+    -------
+    output : ndarray (..., n, d_model)
+    weights : ndarray (..., num_heads, n, n), one matrix of attention
+        weights per head.
+
+    Raises
+    ------
+    ValueError naming the argument and shapes when X is not (..., n, d_model),
+    a weight matrix is not (d_model, d_model), num_heads does not divide
+    d_model (the message lists the values that do), or the mask is bad.
+    """
+    X = _as_real_array(X, "X")
+    _at_least_2d(X, "X", "(..., n, d_model)")
+    d_model = X.shape[-1]
+    mats = {}
+    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)):
+        W = _as_real_array(W, name)
+        if W.shape != (d_model, d_model):
+            raise ValueError(
+                f"{name} must have shape (d_model, d_model) = ({d_model}, {d_model}) to match X of shape {X.shape}; "
+                f"got {W.shape}"
+            )
+        mats[name] = W
+    _check_num_heads(num_heads, d_model)
+    Q = split_heads(X @ mats["W_Q"], num_heads)
+    K = split_heads(X @ mats["W_K"], num_heads)
+    V = split_heads(X @ mats["W_V"], num_heads)
+    heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # scale 1/sqrt(d_k) per head
+    return merge_heads(heads) @ mats["W_O"], weights

@@ -1,0 +1,166 @@
+"""The worked examples of the course, loaded from ``data/`` into small typed objects.
+
+Each example is one JSON file in ``data/``: the sentence, its tokens and
+vectors, the matrices W_Q, W_K, W_V, and every number its source publishes,
+with the precision it was published at and where in the source it stands.
+Notebooks and tests read the examples from here and nowhere else, so an
+instructor who edits a JSON file changes the example everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+__all__ = ["Published", "WorkedExample", "load_example", "matches", "compare", "DATA_DIR"]
+
+
+@dataclass(frozen=True)
+class Published:
+    """One number (or vector, or matrix) as a source publishes it.
+
+    value: float or ndarray, exactly as printed in the source.
+    decimals: the decimals it was printed with (int, or one per entry).
+    where: where in the source it stands.
+    rounded_inputs: None, or a note saying that the source computed it from
+        intermediate values it had already rounded, so that full-precision
+        arithmetic can differ from it in the last printed digit.
+    """
+
+    name: str
+    value: object
+    decimals: object
+    where: str
+    rounded_inputs: str | None = None
+
+    @property
+    def tolerance(self):
+        """Half a unit in the last published decimal: the rounding of the source."""
+        return 0.5 * 10.0 ** (-np.asarray(self.decimals, dtype=float))
+
+
+@dataclass(frozen=True)
+class WorkedExample:
+    """A sentence with its vectors and projection matrices (row-vector convention).
+
+    X has shape (n, d_model), one row per token; W_Q, W_K have shape
+    (d_model, d_k) and W_V (d_model, d_v), so Q = X @ W_Q.
+    """
+
+    name: str
+    title: str
+    sentence: str
+    tokens: tuple
+    dimensions: tuple
+    X: np.ndarray
+    W_Q: np.ndarray
+    W_K: np.ndarray
+    W_V: np.ndarray
+    query_token: str
+    source: dict
+    published: dict
+    notes: dict
+
+    def index(self, token):
+        """Position of ``token`` in the sentence (ValueError naming the tokens if absent)."""
+        if token not in self.tokens:
+            raise ValueError(f"token must be one of {list(self.tokens)}; got {token!r}")
+        return self.tokens.index(token)
+
+    @property
+    def d_k(self):
+        return self.W_K.shape[1]
+
+
+def _array(values, name, where):
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 2:
+        raise ValueError(f"{where}: {name} must be a matrix (a list of rows); got shape {arr.shape}")
+    return arr
+
+
+def load_example(name, data_dir=None):
+    """Load ``data/<name>.json`` into a :class:`WorkedExample`.
+
+    Raises ValueError naming the file when it is missing or its matrices do
+    not fit together (X (n, d_model), W_Q and W_K (d_model, d_k), W_V (d_model, d_v)).
+    """
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    path = folder / f"{name}.json"
+    if not path.exists():
+        known = sorted(p.stem for p in folder.glob("*.json"))
+        raise ValueError(f"name must be one of the examples in data/ {known}; got {name!r}")
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    X = _array(raw["embeddings"], "embeddings", path.name)
+    W_Q, W_K, W_V = (_array(raw[k], k, path.name) for k in ("W_Q", "W_K", "W_V"))
+    if len(raw["tokens"]) != X.shape[0]:
+        raise ValueError(f"{path.name}: {len(raw['tokens'])} tokens but {X.shape[0]} embedding rows")
+    for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
+        if W.shape[0] != X.shape[1]:
+            raise ValueError(f"{path.name}: {k} has shape {W.shape}; it needs {X.shape[1]} rows (d_model)")
+    if W_Q.shape[1] != W_K.shape[1]:
+        raise ValueError(f"{path.name}: W_Q {W_Q.shape} and W_K {W_K.shape} must give the same d_k")
+    published = {
+        key: Published(
+            name=key,
+            value=np.asarray(entry["value"], dtype=float) if isinstance(entry["value"], list) else float(entry["value"]),
+            decimals=entry["decimals"],
+            where=entry["where"],
+            rounded_inputs=entry.get("rounded_inputs"),
+        )
+        for key, entry in raw.get("published", {}).items()
+    }
+    notes = {k: v for k, v in raw.items() if k.endswith("_note")}
+    return WorkedExample(
+        name=raw["name"], title=raw["title"], sentence=raw["sentence"],
+        tokens=tuple(raw["tokens"]), dimensions=tuple(raw["dimensions"]),
+        X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, query_token=raw["query_token"],
+        source=raw["source"], published=published, notes=notes,
+    )
+
+
+def _fmt(x, decimals):
+    return f"{float(x):.{int(decimals)}f}"
+
+
+def matches(ours, published):
+    """Boolean array: where ``ours`` rounds to the published value (within half a unit of its last decimal)."""
+    ours = np.asarray(ours, dtype=float)
+    pub = np.asarray(published.value, dtype=float)
+    if ours.shape != pub.shape:
+        raise ValueError(f"ours must have the published shape {pub.shape} for {published.name}; got {ours.shape}")
+    return np.abs(ours - pub) <= published.tolerance + 1e-12
+
+
+def compare(ours, published, labels=None, extra=2):
+    """Print our value beside the published one, entry by entry, with the difference.
+
+    ours: a number or array of the same shape as ``published.value``.
+    published: a :class:`Published`.
+    labels: optional names for the entries (e.g. the tokens).
+    extra: how many more decimals than the source to show of ours.
+
+    Each line reads ``label  ours  published  difference  match``, where
+    match is "yes" when ours rounds to the published value (within half a
+    unit of its last decimal). Where it does not and the source rounded
+    before this step, the source's note is printed. Returns nothing.
+    """
+    ok = matches(ours, published)
+    ours = np.asarray(ours, dtype=float)
+    pub = np.asarray(published.value, dtype=float)
+    decimals = np.broadcast_to(np.asarray(published.decimals), pub.shape)
+    flat_labels = list(labels) if labels is not None else None
+    if flat_labels is not None and len(flat_labels) != ours.size:
+        flat_labels = None
+    print(f"{published.name}   (source: {published.where})")
+    print(f"  {'':10} {'ours':>12} {'published':>12} {'difference':>12}  match")
+    for i, (o, p, d, good) in enumerate(zip(ours.ravel(), pub.ravel(), decimals.ravel(), np.ravel(ok))):
+        label = flat_labels[i] if flat_labels else (f"[{i}]" if ours.size > 1 else "")
+        print(f"  {label:10} {_fmt(o, d + extra):>12} {_fmt(p, d):>12} {_fmt(o - p, d + extra):>12}  {'yes' if good else 'NO'}")
+    if not np.all(ok) and published.rounded_inputs:
+        print(f"  note: {published.rounded_inputs}")

@@ -1,0 +1,96 @@
+"""Figures for the course: they take arrays and draw; they compute no attention.
+
+Every heatmap of attention weights puts queries on the rows and keys on the
+columns, prints the weight in each cell, and uses the cividis colormap
+(readable in grey and by colour-blind readers) on the fixed range 0 to 1, so
+two heatmaps can be compared by colour.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = ["weights_heatmap", "plane_plot"]
+
+CMAP = "cividis"
+
+
+def _text_colour(value):
+    """Dark text on the light (high) end of cividis, light text on the dark end."""
+    return "black" if value > 0.55 else "white"
+
+
+def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=3):
+    """Draw attention weights as a heatmap with each weight written in its cell.
+
+    weights: array (n_q, n_k) with entries in [0, 1]; rows are queries.
+    query_labels: n_q labels for the rows; key_labels: n_k labels for the columns.
+    title: the axes title.
+    ax: optional matplotlib Axes to draw into; a new small figure otherwise.
+
+    Returns the matplotlib Figure.
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 2:
+        raise ValueError(f"weights must be a matrix (n_q, n_k); got shape {w.shape}")
+    if len(query_labels) != w.shape[0] or len(key_labels) != w.shape[1]:
+        raise ValueError(
+            f"need one label per row and column of weights {w.shape}; "
+            f"got {len(query_labels)} query labels and {len(key_labels)} key labels"
+        )
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(1.0 + 0.9 * w.shape[1], 0.8 + 0.6 * w.shape[0]), layout="constrained")
+    else:
+        fig = ax.figure
+    image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
+                    color=_text_colour(w[i, j]), fontsize=9)
+    ax.set_xticks(range(w.shape[1]), labels=list(key_labels))
+    ax.set_yticks(range(w.shape[0]), labels=list(query_labels))
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
+    return fig
+
+
+def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", ax=None):
+    """Plot 2-D vectors as labelled points, with arrows for moved ones.
+
+    points: array (n, 2), the vectors to mark (e.g. the token embeddings).
+    labels: n labels.
+    moves: optional list of (start, end, label) pairs of 2-D points; each
+        is drawn as an arrow from start to end, labelled at the end.
+    axis_labels: names of the two dimensions.
+
+    Returns the matplotlib Figure.
+    """
+    P = np.asarray(points, dtype=float)
+    if P.ndim != 2 or P.shape[1] != 2:
+        raise ValueError(f"points must have shape (n, 2); got {P.shape}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.6, 4.0), layout="constrained")
+    else:
+        fig = ax.figure
+    ax.scatter(P[:, 0], P[:, 1], color="0.35", zorder=3)
+    for (x, y), label in zip(P, labels):
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=10)
+    for start, end, label in moves or []:
+        ax.annotate("", xy=end, xytext=start,
+                    arrowprops=dict(arrowstyle="->", color="tab:blue", lw=2), zorder=4)
+        ax.scatter([end[0]], [end[1]], color="tab:blue", marker="D", zorder=5)
+        ax.annotate(label, end, textcoords="offset points", xytext=(6, -12), color="tab:blue", fontsize=10)
+    everything = np.vstack([P] + [np.array([s, e]) for s, e, _ in (moves or [])])
+    lo, hi = everything.min(axis=0), everything.max(axis=0)
+    pad = 0.15 * max(float((hi - lo).max()), 1e-9)
+    ax.set_xlim(min(lo[0], 0) - pad, hi[0] + 2 * pad)
+    ax.set_ylim(min(lo[1], 0) - pad, hi[1] + 2 * pad)
+    ax.set_xlabel(axis_labels[0])
+    ax.set_ylabel(axis_labels[1])
+    ax.set_aspect("equal")
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    return fig
