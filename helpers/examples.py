@@ -157,10 +157,11 @@ def compare(ours, published, labels=None, extra=2):
     flat_labels = list(labels) if labels is not None else None
     if flat_labels is not None and len(flat_labels) != ours.size:
         flat_labels = None
+    width = max([10] + [len(str(label)) for label in flat_labels or []])
     print(f"{published.name}   (source: {published.where})")
-    print(f"  {'':10} {'ours':>12} {'published':>12} {'difference':>12}  match")
+    print(f"  {'':{width}} {'ours':>12} {'published':>12} {'difference':>12}  match")
     for i, (o, p, d, good) in enumerate(zip(ours.ravel(), pub.ravel(), decimals.ravel(), np.ravel(ok))):
         label = flat_labels[i] if flat_labels else (f"[{i}]" if ours.size > 1 else "")
-        print(f"  {label:10} {_fmt(o, d + extra):>12} {_fmt(p, d):>12} {_fmt(o - p, d + extra):>12}  {'yes' if good else 'NO'}")
+        print(f"  {label:{width}} {_fmt(o, d + extra):>12} {_fmt(p, d):>12} {_fmt(o - p, d + extra):>12}  {'yes' if good else 'NO'}")
     if not np.all(ok) and published.rounded_inputs:
         print(f"  note: {published.rounded_inputs}")

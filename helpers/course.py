@@ -1,0 +1,41 @@
+"""The course map: every notebook in reading order, in one place.
+
+The start-here notebook prints this map, marking which notebooks are ready
+(their file exists in notebooks/) and which are still to come; a test checks
+that the README lists the same notebooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+
+#: (file name, title, what you learn), in reading order.
+COURSE = (
+    ("00_start_here.ipynb", "Start here", "what the course is, how it works, and a check of your set-up"),
+    ("01_river_bank.ipynb", "The river bank, number by number", "queries, keys, values, scores, scaling, softmax and the causal mask, by hand"),
+    ("02_two_senses.ipynb", "Two senses of bank", "the same W_Q, W_K, W_V resolving 'bank' by the river and 'bank' with an interest rate"),
+    ("03_scaling.ipynb", "Why divide by sqrt(d_k)", "how dot products grow with d_k and what that does to the softmax"),
+    ("04_masking.ipynb", "Masks", "causal and padding masks, and the trap of masking after the softmax"),
+    ("05_multi_head.ipynb", "Many heads", "several heads asking different questions for the cost of one"),
+    ("06_order.ipynb", "Order and position", "why attention cannot see word order on its own"),
+    ("07_cost_and_tiling.ipynb", "Cost and tiling", "the n^2 cost and the online softmax behind FlashAttention"),
+    ("08_learning.ipynb", "Learning W_Q, W_K, W_V", "how the projection matrices are trained"),
+    ("09_real_model.ipynb", "The real thing", "the same sentences through a real trained model, with the course's own attention"),
+)
+
+__all__ = ["COURSE", "ready_notebooks", "show_course_map"]
+
+
+def ready_notebooks(folder=NOTEBOOKS_DIR):
+    """The file names of the course's notebooks that exist in ``folder``."""
+    return [name for name, _, _ in COURSE if (Path(folder) / name).exists()]
+
+
+def show_course_map(folder=NOTEBOOKS_DIR):
+    """Print the course map, one notebook a line, marking those still to come."""
+    ready = set(ready_notebooks(folder))
+    for name, title, what in COURSE:
+        status = "ready " if name in ready else "coming"
+        print(f"[{status}] {name:28} {title}: {what}")
