@@ -6,11 +6,12 @@ READY  := $(VENV)/.ready
 
 .PHONY: lab test execute bench
 
-# Open the course in JupyterLab on the start-here notebook.
+# Open the course in JupyterLab (configured by jupyter/: opens on 00_start_here, no news pop-up).
 lab: $(READY)
-	$(PY) -m jupyter lab notebooks/00_start_here.ipynb
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(PY) -m jupyter lab
 
-# Run every test: unit, property, published numbers, and every notebook under nbval.
+# Run every test: unit, property, published numbers, every notebook under nbval,
+# and every notebook in JupyterLab in Chromium (skipped, saying how to install it, without Chromium).
 test: $(READY)
 	env -u MPLBACKEND $(PY) -m pytest --nbval
 

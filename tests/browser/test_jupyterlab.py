@@ -1,0 +1,192 @@
+"""Every notebook, run in a real JupyterLab in a real Chromium, as a learner meets it.
+
+For each notebook: open it, clear it, run all cells, wait until every cell has
+run and the kernel is idle, then check what the learner sees: no red output,
+no "Error displaying widget", no widget stuck loading, every widget and figure
+drawn. Then move every control of every widget (sliders with the keyboard,
+toggles, checkboxes and dropdowns with the mouse) and check that the picture
+beside it changed. A screenshot of each notebook goes to artifacts/browser/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts" / "browser"
+
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_VIEWS = ".jp-OutputArea-output:has(> .jupyter-widgets)"  # a widget view as JupyterLab draws it
+RUN_TIMEOUT_MS = 90_000
+
+# A fingerprint of what a widget shows, leaving out its controls (whose own
+# read-outs change when moved): images, text, HTML and Output contents.
+PICTURE_JS = """
+(el) => {
+  const controls = '.widget-slider, .widget-toggle-buttons, .widget-toggle-button, .widget-dropdown,'
+                 + ' .widget-checkbox, .widget-text, .widget-textarea, .widget-select, .widget-button';
+  const parts = [];
+  const hash = (s) => { let h = 0; for (let i = 0; i < s.length; i++) { h = (h * 31 + s.charCodeAt(i)) | 0; } return s.length + ':' + h; };
+  el.querySelectorAll('img').forEach(i => { if (!i.closest(controls)) parts.push(hash(i.src)); });
+  el.querySelectorAll('.widget-html-content, .widget-htmlmath-content, .widget-label, .widget-output').forEach(n => {
+    if (!n.closest(controls)) parts.push(hash(n.innerHTML));
+  });
+  return parts.join('|');
+}
+"""
+
+ALL_CELLS_RUN_JS = """
+() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.sessionContext) return false;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  if (!kernel || kernel.status !== 'idle') return false;
+  const cells = panel.content.widgets.filter(c => c.model.type === 'code');
+  return cells.every(c => c.model.executionCount !== null
+                          && !/\\*/.test(c.node.querySelector('.jp-InputPrompt').textContent));
+}
+"""
+
+
+def stored_expectations(name):
+    """How many widget views and figures a fresh run must draw, from the stored notebook."""
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    widgets = figures = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            widgets += WIDGET_MIME in data
+            figures += "image/png" in data and "nbval-ignore-output" not in cell.metadata.get("tags", [])
+    return widgets, figures
+
+
+def open_and_run(page, lab, name):
+    page.goto(lab.url(f"/lab/tree/notebooks/{name}?reset"))
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+        " && window.jupyterapp.shell.currentWidget.sessionContext"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+        timeout=RUN_TIMEOUT_MS,
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(ALL_CELLS_RUN_JS, timeout=RUN_TIMEOUT_MS, polling=250)
+    # Widgets render after their output arrives; give "Loading widget..." time to go.
+    try:
+        page.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=15_000)
+    except Exception:
+        pass
+
+
+def what_the_learner_sees(page, name):
+    """Problems on the page after a run, each said as the learner would meet it."""
+    problems = []
+    red = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    for i in range(red.count()):
+        problems.append(f"red output (an error or warning): {red.nth(i).inner_text()[:400]!r}")
+    body = "\n".join(page.locator(".jp-OutputArea").all_inner_texts())
+    if "Error displaying widget" in body:
+        problems.append("'Error displaying widget' where a widget should be")
+    if "Loading widget" in body:
+        problems.append("a widget stuck on 'Loading widget...'")
+    want_widgets, want_figures = stored_expectations(name)
+    drawn = page.locator(WIDGET_VIEWS).count()
+    if drawn < want_widgets:
+        problems.append(
+            f"{want_widgets} widget(s) expected but {drawn} drawn: the learner sees text such as "
+            f"'VBox(children=...)' or nothing where the controls should be"
+        )
+    images = page.locator(".jp-OutputArea-output img")
+    loaded = page.evaluate(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output img')].filter(i => i.complete && i.naturalWidth > 0).length"
+    )
+    if loaded < want_figures:
+        problems.append(f"{want_figures} figure(s) expected, {loaded} drawn (of {images.count()} images): a figure is missing")
+    return problems
+
+
+def controls_of(view):
+    """Every control of one widget view, as (kind, locator) pairs."""
+    found = []
+    for kind, selector in (("slider", ".widget-slider .noUi-handle"),
+                           ("toggle", "button.widget-toggle-button"),
+                           ("checkbox", ".widget-checkbox input[type=checkbox]"),
+                           ("dropdown", ".widget-dropdown select")):
+        loc = view.locator(selector)
+        found += [(kind, loc.nth(i)) for i in range(loc.count())]
+    return found
+
+
+def move(page, kind, control):
+    if kind == "slider":
+        readout = control.locator("xpath=ancestor::*[contains(@class,'widget-slider')][1]//*[contains(@class,'widget-readout')]")
+        before = readout.first.inner_text() if readout.count() else None
+        control.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(150)
+        if readout.count() and readout.first.inner_text() == before:  # at its maximum: go the other way
+            page.keyboard.press("ArrowLeft")
+            page.keyboard.press("ArrowLeft")
+    elif kind == "dropdown":
+        options = control.locator("option")
+        values = [options.nth(i).get_attribute("value") for i in range(options.count())]
+        current = control.input_value()
+        other = next(v for v in values if v != current)
+        control.click()
+        control.select_option(other)
+    else:
+        control.click()
+
+
+def test_lab_opens_on_start_here_without_news_popup(lab, page):
+    # Runs first, on a fresh workspace, as a new learner's first `make lab` does.
+    page.goto(lab.url("/"))
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+        " && window.jupyterapp.shell.currentWidget.context", timeout=RUN_TIMEOUT_MS,
+    )
+    page.wait_for_timeout(1000)
+    opened = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
+    assert opened == "notebooks/00_start_here.ipynb", f"JupyterLab opened on {opened!r}"
+    page.wait_for_timeout(3000)  # the news question, when enabled, appears within a second or two
+    toasts = page.locator(".Toastify__toast").all_inner_texts()
+    assert not [t for t in toasts if "news" in t.lower()], f"a news pop-up appeared: {toasts}"
+    page.screenshot(path=str(ARTIFACTS / "lab-start.png"))
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_in_jupyterlab(lab, page, name):
+    shot = ARTIFACTS / f"{Path(name).stem}.png"
+    try:
+        open_and_run(page, lab, name)
+        problems = what_the_learner_sees(page, name)
+        views = page.locator(WIDGET_VIEWS)
+        for v in range(views.count()):
+            view = views.nth(v)
+            for kind, control in controls_of(view):
+                control.scroll_into_view_if_needed()
+                before = view.evaluate(PICTURE_JS)
+                move(page, kind, control)
+                try:
+                    page.wait_for_function(
+                        f"([el, before]) => ({PICTURE_JS})(el) !== before", arg=[view.element_handle(), before],
+                        timeout=10_000,
+                    )
+                except Exception:
+                    label = control.evaluate("(el) => (el.closest('.widget-inline-hbox, .widget-toggle-buttons, .widget-checkbox') || el).innerText")
+                    problems.append(f"widget {v + 1}: moving the {kind} {label.strip()[:60]!r} did not change its picture")
+        problems += [p for p in what_the_learner_sees(page, name) if p not in problems]
+    except Exception as exc:
+        problems = [f"the run did not finish: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"]
+    finally:
+        page.screenshot(path=str(shot))
+    assert not problems, (
+        f"notebook {name} in JupyterLab:\n- " + "\n- ".join(problems)
+        + f"\nscreenshot: {shot.relative_to(ROOT)}; server log: {lab.log_path.relative_to(ROOT)}"
+    )
