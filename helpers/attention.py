@@ -41,9 +41,10 @@ def _as_real_array(x, name, allow_neginf=False):
         arr = np.asarray(x)
     except Exception as exc:  # ragged lists and other oddities
         raise ValueError(f"{name} must be an array of real numbers; could not read it as one ({exc})") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+    if arr.dtype.kind not in "iuf":  # integers or floats; not bool, complex, text, dates, objects
         raise ValueError(f"{name} must be an array of real numbers; got dtype {arr.dtype}")
-    arr = arr.astype(float, copy=False)
+    with np.errstate(over="ignore"):  # a long double too big for float64 becomes inf, refused below
+        arr = arr.astype(float, copy=False)
     bad = np.isnan(arr) | np.isposinf(arr) | (np.isneginf(arr) & (not allow_neginf))
     if bad.any():
         what = "NaN" if np.isnan(arr).any() else "inf"
@@ -55,6 +56,11 @@ def _as_real_array(x, name, allow_neginf=False):
 def _at_least_2d(arr, name, what):
     if arr.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions {what}; got shape {arr.shape}")
+
+
+def _not_empty(arr, name, axis, what):
+    if arr.shape[axis] == 0:
+        raise ValueError(f"{name} has shape {arr.shape}: it needs at least one {what}")
 
 
 # --------------------------------------------------------------------------
@@ -90,11 +96,13 @@ def softmax(x, axis=-1):
     arr = _as_real_array(x, "x", allow_neginf=True)
     if arr.ndim == 0:
         raise ValueError("x must have at least 1 dimension; got a single number")
-    if not isinstance(axis, numbers.Integral) or not -arr.ndim <= axis < arr.ndim:
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -arr.ndim <= axis < arr.ndim:
         raise ValueError(f"axis must be an integer between {-arr.ndim} and {arr.ndim - 1} for x of shape {arr.shape}; got {axis!r}")
+    _not_empty(arr, "x", axis, f"entry along axis {axis} to turn into weights")
     top = np.max(arr, axis=axis, keepdims=True)
     top = np.where(np.isneginf(top), 0.0, top)  # an all -inf slice: exp(-inf) = 0 everywhere
-    e = np.exp(arr - top)
+    with np.errstate(over="ignore"):  # x - top may underflow to -inf, whose exp is the right 0
+        e = np.exp(arr - top)
     total = np.sum(e, axis=axis, keepdims=True)
     return e / np.where(total == 0.0, 1.0, total)
 
@@ -143,6 +151,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     _at_least_2d(Q, "Q", "(..., n_q, d_k)")
     _at_least_2d(K, "K", "(..., n_k, d_k)")
     _at_least_2d(V, "V", "(..., n_k, d_v)")
+    _not_empty(K, "K", -2, "key (n_k >= 1)")
+    _not_empty(Q, "Q", -1, "feature per query (d_k >= 1)")
     if Q.shape[-1] != K.shape[-1]:
         raise ValueError(
             f"Q and K must have the same d_k (last axis): Q has shape {Q.shape}, K has shape {K.shape}"
@@ -163,14 +173,17 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     if scale is None:
         scale = 1.0 / np.sqrt(d_k)
     elif (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
-          or not np.isfinite(scale) or scale <= 0):
+          or not np.isfinite(float(scale)) or float(scale) <= 0):
         raise ValueError(f"scale must be a positive finite number (or None for 1/sqrt(d_k)); got {scale!r}")
 
     # Transpose only the last two axes: .T would also reverse the batch axes.
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below
         scores = (Q @ np.swapaxes(K, -1, -2)) * float(scale)
     if not np.all(np.isfinite(scores)):
-        raise ValueError("the scores Q @ K^T overflowed to inf; the inputs are too large in magnitude")
+        raise ValueError(
+            "the scores Q @ K^T * scale overflowed to inf: Q, K or scale is too large in magnitude "
+            f"(largest |Q| {float(np.abs(Q).max()):.3g}, largest |K| {float(np.abs(K).max()):.3g}, scale {float(scale):.3g})"
+        )
 
     if mask is not None:
         mask = np.asarray(mask)
@@ -184,7 +197,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
             full = None
         if full != scores.shape:
             raise ValueError(
-                f"mask of shape {mask.shape} does not broadcast to the scores' shape (..., n_q, n_k) = {scores.shape}"
+                f"mask of shape {mask.shape} must broadcast to the scores' shape (..., n_q, n_k) = {scores.shape} "
+                f"without adding or growing dimensions"
             )
         # Mask before the softmax: a masked key's score becomes -inf, so its
         # exponential is exactly 0 and the remaining weights still sum to 1.
@@ -229,15 +243,23 @@ def attention_entropy(weights):
     single row).
 
     Raises ValueError if ``weights`` is not a real array with at least one
-    dimension, or holds NaN, inf or a negative number.
+    dimension, holds NaN, inf or a negative number, or has a row that sums
+    to neither 1 nor 0 (within 1e-6): entropy is defined for weights.
     """
     w = _as_real_array(weights, "weights")
     if w.ndim == 0:
         raise ValueError("weights must have at least 1 dimension (one row of weights); got a single number")
     if (w < 0).any():
         raise ValueError(f"weights must be non-negative; got a minimum of {float(w.min())} in shape {w.shape}")
+    sums = w.sum(axis=-1)
+    if not np.all(np.isclose(sums, 1.0, atol=1e-6) | (sums == 0.0)):
+        bad = sums[~(np.isclose(sums, 1.0, atol=1e-6) | (sums == 0.0))]
+        raise ValueError(
+            f"weights must have rows that sum to 1 (or 0 for a query with nothing to attend to); "
+            f"got a row summing to {float(bad.flat[0]):.6g} in shape {w.shape}"
+        )
     safe = np.where(w > 0, w, 1.0)  # log(1) = 0 makes 0 * log 0 count as 0
-    return -np.sum(w * np.log(safe), axis=-1)
+    return -np.sum(w * np.log(safe), axis=-1) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 # --------------------------------------------------------------------------
@@ -255,7 +277,7 @@ def split_heads(x, num_heads):
 
     Raises ValueError if ``num_heads`` is not a positive integer dividing d_model.
     """
-    x = np.asarray(x)
+    x = _as_real_array(x, "x")
     if x.ndim < 2:
         raise ValueError(f"x must have at least 2 dimensions (..., n, d_model); got shape {x.shape}")
     d_model = x.shape[-1]
@@ -270,7 +292,7 @@ def merge_heads(x):
 
     The inverse of ``split_heads``: merge_heads(split_heads(x, h)) equals x.
     """
-    x = np.asarray(x)
+    x = _as_real_array(x, "x")
     if x.ndim < 3:
         raise ValueError(f"x must have at least 3 dimensions (..., num_heads, n, d_k); got shape {x.shape}")
     x = np.swapaxes(x, -2, -3)                     # (..., n, h, d_k)
@@ -324,6 +346,8 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """
     X = _as_real_array(X, "X")
     _at_least_2d(X, "X", "(..., n, d_model)")
+    _not_empty(X, "X", -2, "token (n >= 1)")
+    _not_empty(X, "X", -1, "feature (d_model >= 1)")
     d_model = X.shape[-1]
     mats = {}
     for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V), ("W_O", W_O)):

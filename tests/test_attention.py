@@ -103,6 +103,19 @@ def test_softmax_bad_input(bad, pattern):
         softmax(bad)
 
 
+def test_softmax_extreme_scores_without_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert softmax(np.array([1e308, -1e308])).tolist() == [1.0, 0.0]
+
+
+def test_softmax_empty_axis_and_bool_axis():
+    with pytest.raises(ValueError, match=r"x has shape \(2, 0\): it needs at least one entry"):
+        softmax(np.zeros((2, 0)))
+    with pytest.raises(ValueError, match="axis must be an integer"):
+        softmax(np.zeros(3), axis=True)
+
+
 def test_softmax_bad_axis():
     with pytest.raises(ValueError, match=r"axis must be an integer between -2 and 1 .* got 2"):
         softmax(np.zeros((2, 3)), axis=2)
@@ -200,12 +213,17 @@ A = np.zeros((3, 2))
     (dict(Q=A, K=np.array([[np.inf, 0.0]] * 3), V=A), r"K contains inf"),
     (dict(Q=A, K=A, V=[["a", "b"]] * 3), r"V must be an array of real numbers; got dtype <U1"),
     (dict(Q=A, K=A, V=A, mask=np.ones((3, 3))), r"mask must be boolean .* got dtype float64 with shape \(3, 3\)"),
-    (dict(Q=A, K=A, V=A, mask=np.ones((2, 3), bool)), r"mask of shape \(2, 3\) does not broadcast to .* \(3, 3\)"),
-    (dict(Q=A, K=A, V=A, mask=np.ones((2, 3, 3), bool)), r"mask of shape \(2, 3, 3\) does not broadcast"),
+    (dict(Q=A, K=A, V=A, mask=np.ones((2, 3), bool)), r"mask of shape \(2, 3\) must broadcast to .* \(3, 3\)"),
+    (dict(Q=A, K=A, V=A, mask=np.ones((2, 3, 3), bool)), r"mask of shape \(2, 3, 3\) must broadcast .* without adding"),
     (dict(Q=A, K=A, V=A, scale=0.0), r"scale must be a positive finite number .* got 0.0"),
     (dict(Q=A, K=A, V=A, scale=float("nan")), r"scale must be a positive finite number"),
     (dict(Q=A, K=A, V=A, scale="2"), r"scale must be a positive finite number .* got '2'"),
     (dict(Q=[[1e200, 1e200]], K=[[1e200, 1e200]], V=[[1.0]]), r"overflowed"),
+    (dict(Q=A, K=np.zeros((0, 2)), V=np.zeros((0, 2))), r"K has shape \(0, 2\): it needs at least one key"),
+    (dict(Q=np.zeros((3, 0)), K=np.zeros((3, 0)), V=A), r"Q has shape \(3, 0\): it needs at least one feature"),
+    (dict(Q=np.ones((3, 2), dtype="m8[s]"), K=A, V=A), r"Q must be an array of real numbers; got dtype timedelta64"),
+    (dict(Q=np.ones((3, 2), dtype=bool), K=A, V=A), r"Q must be an array of real numbers; got dtype bool"),
+    (dict(Q=A + 1j, K=A, V=A), r"Q must be an array of real numbers; got dtype complex128"),
 ])
 def test_attention_bad_input_names_the_argument(kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
@@ -238,6 +256,13 @@ def test_entropy_by_hand():
     w = np.array([[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25], [0.5, 0.5, 0.0, 0.0], [0.0] * 4])
     # one-hot: 0; uniform over 4: ln 4; two halves: ln 2; nothing to attend to: 0
     assert np.allclose(attention_entropy(w), [0.0, math.log(4), math.log(2), 0.0])
+
+
+def test_entropy_refuses_rows_that_are_not_weights_and_never_gives_minus_zero():
+    with pytest.raises(ValueError, match="rows that sum to 1 .* got a row summing to 5"):
+        attention_entropy(np.array([2.0, 3.0]))
+    h = attention_entropy(np.array([1.0, 0.0]))
+    assert h == 0.0 and not np.signbit(h)
 
 
 @given(hnp.arrays(np.float64, (3, 5), elements=st.floats(0.0, 1.0)))
@@ -291,6 +316,20 @@ def test_split_then_merge_gives_back_the_input_and_heads_own_contiguous_slices()
     assert parts.shape == (2, 4, 3, 2)
     assert (merge_heads(parts) == x).all()
     assert (parts[:, 1] == x[..., 2:4]).all()  # head 1 sees features 2 and 3 of every token
+
+
+def test_split_heads_refuses_nan_and_text():
+    with pytest.raises(ValueError, match="x contains NaN"):
+        split_heads([[np.nan, 2.0], [3.0, 4.0]], 2)
+    with pytest.raises(ValueError, match="x must be an array of real numbers"):
+        merge_heads(np.array([[["a"]]]))
+
+
+def test_fraction_scale_is_a_real_number():
+    from fractions import Fraction
+    X = np.eye(2)
+    assert np.allclose(scaled_dot_product_attention(X, X, X, scale=Fraction(1, 2))[1],
+                       scaled_dot_product_attention(X, X, X, scale=0.5)[1])
 
 
 def test_num_heads_that_does_not_divide_d_model_lists_the_ones_that_do():
