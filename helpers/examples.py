@@ -17,7 +17,7 @@ import numpy as np
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
-__all__ = ["Published", "WorkedExample", "load_example", "matches", "compare", "DATA_DIR"]
+__all__ = ["Published", "WorkedExample", "available_examples", "load_example", "matches", "compare", "DATA_DIR"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,24 @@ def _array(values, name, where):
     return arr
 
 
+def available_examples(data_dir=None):
+    """The names of the worked examples in ``data/`` (JSON files with tokens, embeddings and W_Q).
+
+    Other JSON files there (reference values of the real model, for
+    instance) are not worked examples and are not listed.
+    """
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    names = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        if isinstance(raw, dict) and {"tokens", "embeddings", "W_Q", "W_K", "W_V"} <= raw.keys():
+            names.append(path.stem)
+    return names
+
+
 def load_example(name, data_dir=None):
     """Load ``data/<name>.json`` into a :class:`WorkedExample`.
 
@@ -91,10 +109,10 @@ def load_example(name, data_dir=None):
     not fit together (X (n, d_model), W_Q and W_K (d_model, d_k), W_V (d_model, d_v)).
     """
     folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    examples = available_examples(folder)
+    if name not in examples:
+        raise ValueError(f"name must be one of the worked examples in data/ {examples}; got {name!r}")
     path = folder / f"{name}.json"
-    if not path.exists():
-        known = sorted(p.stem for p in folder.glob("*.json"))
-        raise ValueError(f"name must be one of the examples in data/ {known}; got {name!r}")
     raw = json.loads(path.read_text(encoding="utf-8"))
     X = _array(raw["embeddings"], "embeddings", path.name)
     W_Q, W_K, W_V = (_array(raw[k], k, path.name) for k in ("W_Q", "W_K", "W_V"))
@@ -150,13 +168,17 @@ def compare(ours, published, labels=None, extra=2):
     unit of its last decimal). Where it does not and the source rounded
     before this step, the source's note is printed. Returns nothing.
     """
+    if not isinstance(published, Published):
+        raise ValueError(f"published must be a Published entry (e.g. example.published['weights_bank']); got {type(published).__name__}")
+    if isinstance(extra, bool) or not isinstance(extra, int) or extra < 0:
+        raise ValueError(f"extra must be a whole number of decimals >= 0; got {extra!r}")
     ok = matches(ours, published)
     ours = np.asarray(ours, dtype=float)
     pub = np.asarray(published.value, dtype=float)
     decimals = np.broadcast_to(np.asarray(published.decimals), pub.shape)
-    flat_labels = list(labels) if labels is not None else None
+    flat_labels = None if labels is None else [str(label) for label in labels]
     if flat_labels is not None and len(flat_labels) != ours.size:
-        flat_labels = None
+        raise ValueError(f"labels must give one label per entry ({ours.size} for {published.name}); got {len(flat_labels)}")
     width = max([10] + [len(str(label)) for label in flat_labels or []])
     print(f"{published.name}   (source: {published.where})")
     print(f"  {'':{width}} {'ours':>12} {'published':>12} {'difference':>12}  match")

@@ -16,38 +16,56 @@ __all__ = ["weights_heatmap", "plane_plot"]
 CMAP = "cividis"
 
 
+def _labels(labels, count, name):
+    """``labels`` as a list of ``count`` strings, or ValueError naming ``name``."""
+    if labels is None or isinstance(labels, str):
+        raise ValueError(f"{name} must be a list of {count} labels; got {labels!r}")
+    labels = [str(label) for label in labels]
+    if len(labels) != count:
+        raise ValueError(f"{name} must give {count} labels, one per {'row' if 'query' in name else 'entry'}; got {len(labels)}")
+    return labels
+
+
 def _text_colour(value):
     """Dark text on the light (high) end of cividis, light text on the dark end."""
     return "black" if value > 0.55 else "white"
 
 
-def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=3):
+def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=3, vmax=1.0):
     """Draw attention weights as a heatmap with each weight written in its cell.
 
     weights: array (n_q, n_k) with entries in [0, 1]; rows are queries.
     query_labels: n_q labels for the rows; key_labels: n_k labels for the columns.
     title: the axes title.
     ax: optional matplotlib Axes to draw into; a new small figure otherwise.
+    decimals: decimals of the weights written in the cells (0 to 6).
+    vmax: the weight drawn in the brightest colour. 1.0 (the default) puts
+        every heatmap on the same scale; None stretches the colours up to the
+        largest weight, which shows small differences better.
 
-    Returns the matplotlib Figure.
+    Returns the matplotlib Figure. Raises ValueError for weights that are not
+    a non-empty matrix of numbers in [0, 1] or labels that do not fit.
     """
     w = np.asarray(weights, dtype=float)
-    if w.ndim != 2:
-        raise ValueError(f"weights must be a matrix (n_q, n_k); got shape {w.shape}")
-    if len(query_labels) != w.shape[0] or len(key_labels) != w.shape[1]:
-        raise ValueError(
-            f"need one label per row and column of weights {w.shape}; "
-            f"got {len(query_labels)} query labels and {len(key_labels)} key labels"
-        )
+    if w.ndim != 2 or w.size == 0:
+        raise ValueError(f"weights must be a non-empty matrix (n_q, n_k); got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or (w < 0).any() or (w > 1 + 1e-9).any():
+        raise ValueError(f"weights must be attention weights, numbers in [0, 1]; got values from {np.nanmin(w)} to {np.nanmax(w)}")
+    query_labels = _labels(query_labels, w.shape[0], "query_labels")
+    key_labels = _labels(key_labels, w.shape[1], "key_labels")
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
+        raise ValueError(f"decimals must be a whole number from 0 to 6; got {decimals!r}")
+    top = float(w.max()) if vmax is None else float(vmax)
     if ax is None:
         fig, ax = plt.subplots(figsize=(1.0 + 0.9 * w.shape[1], 0.8 + 0.6 * w.shape[0]), layout="constrained")
     else:
         fig = ax.figure
-    image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+    top = top if top > 0 else 1.0
+    image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=top, aspect="auto")
     for i in range(w.shape[0]):
         for j in range(w.shape[1]):
             ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
-                    color=_text_colour(w[i, j]), fontsize=9)
+                    color=_text_colour(w[i, j] / top), fontsize=9)
     ax.set_xticks(range(w.shape[1]), labels=list(key_labels))
     ax.set_yticks(range(w.shape[0]), labels=list(query_labels))
     ax.set_xlabel("key (attended to)")
@@ -69,8 +87,9 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     Returns the matplotlib Figure.
     """
     P = np.asarray(points, dtype=float)
-    if P.ndim != 2 or P.shape[1] != 2:
-        raise ValueError(f"points must have shape (n, 2); got {P.shape}")
+    if P.ndim != 2 or P.shape[1] != 2 or P.shape[0] == 0:
+        raise ValueError(f"points must have shape (n, 2) with n >= 1; got {P.shape}")
+    labels = _labels(labels, P.shape[0], "labels")
     if ax is None:
         fig, ax = plt.subplots(figsize=(4.6, 4.0), layout="constrained")
     else:

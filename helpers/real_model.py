@@ -305,7 +305,10 @@ class MiniLM:
         """
         if not isinstance(text, str):
             raise ValueError(f"text must be a str; got {type(text).__name__}")
-        enc = self.tokenizer.encode(text)
+        try:
+            enc = self.tokenizer.encode(text)
+        except Exception as exc:  # e.g. a lone surrogate such as "\ud800"
+            raise ValueError(f"text could not be tokenized ({exc}); it must be ordinary Unicode text") from None
         tokens, ids = list(enc.tokens), np.array(enc.ids, dtype=np.int64)
         if len(ids) > self.max_positions:
             raise ValueError(
@@ -351,6 +354,8 @@ class MiniLM:
         vocab = self.word_embeddings.shape[0]
         if ids.min() < 0 or ids.max() >= vocab:
             raise ValueError(f"ids must lie in 0 .. {vocab - 1}; got {int(ids.min())} .. {int(ids.max())}")
+        if not isinstance(use_padding_mask, (bool, np.bool_)):
+            raise ValueError(f"use_padding_mask must be True or False; got {use_padding_mask!r}")
         if is_real is None:
             is_real = np.ones(ids.shape, dtype=bool)
         is_real = np.asarray(is_real)
@@ -436,7 +441,11 @@ class MiniLM:
         Returns an ndarray (len(texts), 384), each row of length 1. Raises
         ValueError as ``tokenize`` does, or for an empty list.
         """
-        if isinstance(texts, str) or len(texts) == 0:
+        try:
+            texts = None if isinstance(texts, str) else list(texts)
+        except TypeError:
+            texts = None
+        if not texts:
             raise ValueError("texts must be a non-empty list of str (for one text, use run())")
         encoded = [self.tokenize(t)[1] for t in texts]
         n = max(len(e) for e in encoded)

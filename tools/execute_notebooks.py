@@ -4,10 +4,12 @@ Usage: python tools/execute_notebooks.py notebooks/*.ipynb
 
 This is how stored outputs are regenerated (the Makefile's execute target),
 so that nbval's comparison checks what a fresh run really prints. Timing
-metadata is not recorded, so a re-run changes a notebook only where its
-outputs change.
+metadata is not recorded, and the random ids of widget models are replaced by
+ids derived from the notebook's name and their order, so a re-run changes a
+notebook only where its outputs change.
 """
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -26,7 +28,16 @@ def execute(path):
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
-    nbformat.write(nb, path)
+    nbformat.write(stable_widget_ids(nb, path.name), path)
+
+
+def stable_widget_ids(nb, name):
+    """Replace each widget model id (random per run) with one fixed by ``name`` and its order."""
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    text = nbformat.writes(nb)
+    for i, model_id in enumerate(list(state)):
+        text = text.replace(model_id, hashlib.sha256(f"{name}:{i}".encode()).hexdigest()[:32])
+    return nbformat.reads(text, as_version=4)
 
 
 def main(paths):
