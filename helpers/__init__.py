@@ -1,7 +1,10 @@
 """Helpers for the course "Attention, step by step".
 
-attention  the math, numpy only
-examples   the worked examples from data/
-plots      matplotlib figures
-real_model the trained model all-MiniLM-L6-v2 run in numpy on helpers.attention
+attention    the math, numpy only
+examples     the worked examples from data/
+plots        matplotlib figures
+exercises    exercises that check themselves: check / hint / solution
+course       the course map
+environment  the set-up check of the start-here notebook
+real_model   the trained model all-MiniLM-L6-v2 run in numpy on helpers.attention
 """

@@ -113,3 +113,75 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     ax.grid(alpha=0.3)
     ax.set_title(title)
     return fig
+
+
+def senses_plot(sentences, axis_labels=("x1", "x2"), title="", ax=None):
+    """Several sentences' words on one plane, each with one word's move drawn as an arrow.
+
+    sentences: list of dicts, one per sentence, with keys
+        name: the sentence, for the legend;
+        points: array (n, 2), its words' vectors; labels: their n names;
+        start, end: 2-D points, where the followed word starts and ends;
+        moved: the followed word's name (e.g. "bank");
+        after_offset: optional (dx, dy) in points for the "after" label
+        (default (6, -14), below right; a negative dx puts it on the left).
+    A word at the same place with the same name in several sentences (a
+    shared word) is drawn once, in grey. Each sentence gets its own colour
+    and marker (blue circles, orange squares, ...), readable by colour-blind
+    readers and in grey.
+
+    Returns the matplotlib Figure.
+    """
+    styles = [("tab:blue", "o"), ("tab:orange", "s"), ("tab:green", "^"), ("tab:purple", "v")]
+    if not 1 <= len(sentences) <= len(styles):
+        raise ValueError(f"sentences must hold 1 to {len(styles)} sentences; got {len(sentences)}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.6, 4.6), layout="constrained")
+    else:
+        fig = ax.figure
+    seen = {}
+    for s in sentences:
+        P = np.asarray(s["points"], dtype=float)
+        if P.ndim != 2 or P.shape[1] != 2 or len(s["labels"]) != len(P):
+            raise ValueError(f"points of {s['name']!r} must have shape (n, 2) with n labels; got {P.shape} and {len(s['labels'])} labels")
+        for p, label in zip(P, s["labels"]):
+            seen.setdefault((label, float(p[0]), float(p[1])), []).append(s["name"])
+    everything = [np.array([key[1], key[2]]) for key in seen]
+    for k, s in enumerate(sentences):
+        colour, marker = styles[k]
+        mine = [(key, names) for key, names in seen.items() if s["name"] in names and len(names) == 1]
+        xs = [key[1] for key, _ in mine]
+        ys = [key[2] for key, _ in mine]
+        ax.scatter(xs, ys, color=colour, marker=marker, zorder=3, label=s["name"])
+        for (label, x, y), _ in mine:
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=9, color=colour)
+        start, end = np.asarray(s["start"], dtype=float), np.asarray(s["end"], dtype=float)
+        ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=colour, lw=2), zorder=4)
+        ax.scatter([end[0]], [end[1]], color=colour, marker="D", s=50, edgecolor="black", zorder=5)
+        offset = s.get("after_offset", (6, -14))
+        ax.annotate(f"{s['moved']} after", end, textcoords="offset points", xytext=offset,
+                    ha="right" if offset[0] < 0 else "left", color=colour, fontsize=9, fontweight="bold")
+        everything += [start, end]
+    shared = [key for key, names in seen.items() if len(names) > 1]
+    if shared:
+        ax.scatter([key[1] for key in shared], [key[2] for key in shared], color="0.35", zorder=3,
+                   label="in both" if len(sentences) == 2 else "shared")
+        for label, x, y in shared:
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=9, color="0.2")
+    E = np.vstack(everything)
+    lo, hi = E.min(axis=0), E.max(axis=0)
+    pad = 0.15 * max(float((hi - lo).max()), 1e-9)
+    ax.set_xlim(min(lo[0], 0) - pad, hi[0] + 3 * pad)
+    ax.set_ylim(min(lo[1], 0) - pad, hi[1] + pad)
+    ax.axhline(0, color="0.8", lw=0.8, zorder=1)
+    ax.axvline(0, color="0.8", lw=0.8, zorder=1)
+    ax.set_xlabel(axis_labels[0])
+    ax.set_ylabel(axis_labels[1])
+    ax.set_aspect("equal")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(title)
+    return fig
+
+
+__all__ += ["senses_plot"]

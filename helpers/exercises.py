@@ -1,0 +1,682 @@
+"""Exercises that check themselves: ``ex.check(answer)``, ``ex.hint()``, ``ex.solution()``.
+
+A notebook builds an exercise from the inputs it shows the learner, for
+example ``AttentionWeightsExercise(X, W_Q, W_K, labels)``. The exercise
+computes the right answer from those inputs with helpers.attention, and also
+each *wrong* answer a common mistake would give (softmax over the wrong axis,
+scaling forgotten, K Q^T instead of Q K^T, ...). A learner's answer that
+matches one of those gets feedback naming the mistake. So an instructor who
+changes the inputs in the notebook changes nothing else.
+
+Mistakes are only named when they are told apart by the inputs: a wrong
+variant that gives the right answer for these inputs is dropped (dividing by
+sqrt(d_model) is no mistake when d_model equals d_k), and two variants that
+give the same numbers are reported together (``ex.mistakes`` lists what can
+be told apart).
+
+``check`` never raises on a learner's answer, whatever it is: text, a ragged
+list, NaN, an object that refuses to become an array. It prints the feedback
+and returns nothing; ``feedback(answer)`` returns it as a :class:`Feedback`.
+``hint()`` and ``solution()`` return a :class:`Reveal`, which JupyterLab
+shows folded (click to open), so a stored notebook does not give the
+solution away at a glance.
+"""
+
+from __future__ import annotations
+
+import html
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from helpers.attention import scaled_dot_product_attention, softmax
+
+__all__ = [
+    "Feedback",
+    "Reveal",
+    "ScoreExercise",
+    "SoftmaxRowExercise",
+    "AttentionWeightsExercise",
+    "ProjectionExercise",
+    "OutputExercise",
+    "DkPredictionExercise",
+]
+
+NOT_ATTEMPTED = "Not attempted yet: replace the ... after `answer =` with your answer, then run this cell again."
+WEIGHTS_ATOL = 2e-3
+"""Slack for attention weights: two units in the third decimal. That accepts
+weights rounded to 3 decimals, even through rounded intermediate steps (as
+source 000 rounds its scaled scores before exponentiating, which moves one
+of its weights by 0.0005). Every named mistake differs by far more."""
+EXACT_ATOL = 5e-4
+"""Slack for scores and projections: half a unit in the third decimal, for
+an answer worked by hand and rounded to 3 decimals."""
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What a checker says about an answer.
+
+    correct: whether the answer is accepted.
+    mistake: None when correct; otherwise a short key naming what went wrong
+        (e.g. "not_attempted", "wrong_axis", "no_scaling", "shape").
+    text: the sentence(s) printed to the learner.
+    """
+
+    correct: bool
+    mistake: str | None
+    text: str
+
+    def __str__(self):
+        return self.text
+
+
+class Reveal:
+    """A hint or a solution: folded until clicked in JupyterLab, plain text elsewhere."""
+
+    def __init__(self, label, text):
+        self.label = label
+        self.text = text
+
+    def _repr_html_(self):
+        return (f"<details><summary><b>{html.escape(self.label)}</b> (click to open)</summary>"
+                f"<pre>{html.escape(self.text)}</pre></details>")
+
+    def __repr__(self):
+        return f"{self.label}:\n{self.text}"
+
+    __str__ = __repr__
+
+
+# --------------------------------------------------------------------------
+# Reading a learner's answer without ever raising
+# --------------------------------------------------------------------------
+
+def _fmt(x):
+    """A number or array as the course prints it (3 decimals, no np.float64 repr)."""
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0:
+        return np.format_float_positional(float(arr), precision=3, trim="-")
+    return np.array2string(arr, precision=3, suppress_small=True, separator=" ")
+
+
+def _not_numbers(what):
+    return Feedback(False, "not_numbers", f"Your answer is {what}, not numbers. Give numbers: a number, or a numpy array.")
+
+
+def _read(answer):
+    """Return (float ndarray, None) or (None, Feedback) for an answer that is not numbers."""
+    if isinstance(answer, (str, bytes)):
+        return None, Feedback(False, "not_numbers",
+                              "Your answer is text (a string in quotes), not numbers. Remove the quotes.")
+    if isinstance(answer, (bool, np.bool_)):
+        return None, _not_numbers("True or False")
+    if isinstance(answer, (dict, set, frozenset)):
+        return None, _not_numbers(f"a {type(answer).__name__}")
+    if callable(answer) and not isinstance(answer, np.ndarray):
+        return None, Feedback(False, "function",
+                              "Your answer is a function, not its result. Call it (with parentheses) and give what it returns.")
+    try:
+        arr = np.asarray(answer)
+    except Exception:
+        return None, Feedback(False, "unreadable",
+                              "I could not read your answer as an array of numbers. "
+                              "If it is a list of rows, every row needs the same length.")
+    kind = arr.dtype.kind
+    if kind == "O":
+        try:
+            arr = arr.astype(float)
+        except OverflowError:
+            return None, Feedback(False, "nan_inf", "Your answer holds a number too large to compute with (beyond about 1.8e308).")
+        except Exception:
+            return None, Feedback(False, "unreadable",
+                                  "I could not read your answer as an array of numbers: some entry is not a number "
+                                  "(or the rows have different lengths).")
+    elif kind == "b":
+        return None, _not_numbers("True/False values")
+    elif kind == "c":
+        return None, _not_numbers("complex numbers")
+    elif kind in "US":
+        return None, Feedback(False, "not_numbers", "Your answer holds text (strings), not numbers. Remove the quotes.")
+    elif kind not in "iuf":
+        return None, _not_numbers(f"an array of {arr.dtype}")
+    arr = np.array(arr, dtype=float, subok=False)
+    if arr.size == 0:
+        return None, Feedback(False, "shape", "Your answer is empty.")
+    return arr, None
+
+
+def _shape_words(shape):
+    return "a single number" if shape == () else f"shape {shape}"
+
+
+# --------------------------------------------------------------------------
+# The common machinery
+# --------------------------------------------------------------------------
+
+class _Exercise:
+    """What every exercise does: check, feedback that never raises, hint and solution.
+
+    Subclasses set ``hint_text`` and ``solution_text`` and define
+    ``_feedback(answer)`` for an answer that is not the placeholder.
+    """
+
+    fallback = Feedback(False, "unreadable", "I could not read your answer. Give a number or a numpy array.")
+
+    def check(self, answer):
+        """Print feedback on ``answer``; never raises. Returns nothing."""
+        print(self.feedback(answer).text)
+
+    def feedback(self, answer):
+        """The :class:`Feedback` for ``answer``. Never raises, whatever ``answer`` is."""
+        if answer is Ellipsis or answer is None:
+            return Feedback(False, "not_attempted", NOT_ATTEMPTED)
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                return self._feedback(answer)
+        except Exception:
+            return self.fallback
+
+    def hint(self):
+        return Reveal("Hint", self.hint_text)
+
+    def solution(self):
+        return Reveal("Solution (spoiler)", self.solution_text)
+
+
+class _NumericExercise(_Exercise):
+    """An exercise whose answer is a number or an array.
+
+    Subclasses set, in their __init__: ``expected`` (ndarray), ``atol``
+    (number or array broadcastable to it), ``shape_note`` (what the shape
+    means), ``hint_text``, ``solution_text``, ``correct_note`` and call
+    ``_set_variants`` with the wrong variants.
+    """
+
+    weights = False          # True: the answer is attention weights (rows sum to 1)
+    labels_rows = None       # names for the rows (queries) of a matrix answer
+    labels_cols = None       # names for the entries of a row (keys, or dimensions)
+
+    def _set_variants(self, variants):
+        """Keep the (key, message, value) variants that these inputs tell apart."""
+        kept, self.coinciding = [], []
+        for key, message, value in variants:
+            value = np.asarray(value, dtype=float)
+            if self._close(value, self.expected):
+                self.coinciding.append((key, "the right answer"))
+                continue
+            twin = next((k for k in kept if self._close(value, k[2])), None)
+            if twin is not None:
+                self.coinciding.append((key, twin[0]))
+                kept[kept.index(twin)] = (twin[0], twin[1] + "\nOr: " + message, twin[2])
+                continue
+            kept.append((key, message, value))
+        self._variants = kept
+
+    @property
+    def mistakes(self):
+        """The keys of the mistakes these inputs can tell apart, in the order they are checked."""
+        return [key for key, _, _ in self._variants]
+
+    def _close(self, a, b):
+        if np.shape(a) != np.shape(b):
+            return False
+        with np.errstate(all="ignore"):
+            return bool(np.all(np.abs(np.asarray(a) - np.asarray(b)) <= self.atol))
+
+    def _feedback(self, answer):
+        arr, problem = _read(answer)
+        if problem is not None:
+            return problem
+        if not np.all(np.isfinite(arr)):
+            what = "NaN ('not a number')" if np.isnan(arr).any() else "inf (infinity)"
+            text = (f"Your answer contains {what}. NaN and inf usually come from 0/0, from inf - inf, "
+                    "or from exp() of a very large number.")
+            if self.weights:
+                text += (" In a softmax, subtract each row's maximum before exp(); and check your mask: masked "
+                         "scores must be -inf (not +inf), and every row must keep at least one key.")
+            return Feedback(False, "nan_inf", text)
+        if self._close(arr, self.expected):
+            text = "Correct! " + self.correct_note
+            if isinstance(answer, (list, tuple)) and np.ndim(self.expected) > 0:
+                text += ("\n(You gave a Python list; the values are right, so it counts. In numpy code you will "
+                         "usually keep an array: np.array(your_list) makes one, and arrays let you write Q @ K.T.)")
+            return Feedback(True, None, text)
+        for key, message, value in self._variants:
+            if self._close(arr, value):
+                return Feedback(False, key, message)
+        if arr.shape != self.expected.shape:
+            return self._shape_feedback(arr)
+        if self.weights:
+            found = self._weights_feedback(arr)
+            if found is not None:
+                return found
+        return Feedback(False, "different", self._where_different(arr) + " The hint cell below may help.")
+
+    def _shape_feedback(self, arr):
+        want = self.expected.shape
+        text = (f"Wrong shape: the answer is {_shape_words(want)} ({self.shape_note}); "
+                f"yours is {_shape_words(arr.shape)}.")
+        if arr.size == self.expected.size and self._close(arr.reshape(want), self.expected):
+            fix = "float(answer)" if want == () else f"answer.reshape{want}"
+            text += f" The numbers are right; only the shape differs. Try {fix}."
+        return Feedback(False, "shape", text)
+
+    def _weights_feedback(self, arr):
+        if (arr < 0).any():
+            return Feedback(False, "negative",
+                            "Attention weights are never negative: each is an exponential divided by a positive sum. "
+                            "Did you skip the exp()?")
+        sums = arr.sum(axis=-1)
+        want = self.expected.sum(axis=-1)
+        slack = self.expected.shape[-1] * EXACT_ATOL + 1e-9
+        if np.any(np.abs(sums - want) > slack):
+            return Feedback(False, "sum_not_one",
+                            f"Your weights do not sum to 1 along each row (your sums: {_fmt(sums)}). "
+                            "The softmax divides each exponential by the sum of its row, so every row sums to 1.")
+        return None
+
+    def _where_different(self, arr):
+        diff = np.abs(arr - self.expected) > self.atol
+        if self.expected.ndim == 0:
+            return f"Not yet: {_fmt(arr)} is not what I get."
+        idx = tuple(int(i) for i in np.argwhere(diff)[0])
+        if self.expected.ndim == 2 and self.labels_rows is not None:
+            place = f"row '{self.labels_rows[idx[0]]}', column '{self.labels_cols[idx[1]]}'"
+        elif self.expected.ndim == 1 and self.labels_cols is not None:
+            place = f"the entry for '{self.labels_cols[idx[0]]}'"
+        else:
+            place = f"entry {list(idx)}"
+        return f"Not yet: the shape is right, but {int(diff.sum())} of {diff.size} entries differ, the first at {place}."
+
+
+def _matrix(x, name):
+    """Instructor input (not a learner's answer): a 2-D float array, or ValueError naming it."""
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a matrix (a list of rows); got shape {arr.shape}")
+    return arr
+
+
+def _index(tokens, token, name):
+    tokens = list(tokens)
+    if token not in tokens:
+        raise ValueError(f"{name} must be one of the tokens {tokens}; got {token!r}")
+    return tokens.index(token)
+
+
+# --------------------------------------------------------------------------
+# The exercises
+# --------------------------------------------------------------------------
+
+class ScoreExercise(_NumericExercise):
+    """The score of one word's query against another word's key: one dot product.
+
+    X: (n, d_model) word vectors, one row per token; W_Q, W_K: (d_model, d_k).
+    tokens: the n tokens. query, key: the asking word and the word it scores.
+    The answer is the single number (x_query W_Q) . (x_key W_K).
+    """
+
+    def __init__(self, X, W_Q, W_K, tokens, query, key):
+        X, W_Q, W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
+        i, j = _index(tokens, query, "query"), _index(tokens, key, "key")
+        q, k = X[i] @ W_Q, X[j] @ W_K
+        self.expected = np.asarray(q @ k)
+        self.atol = EXACT_ATOL
+        self.shape_note = "one dot product gives one number"
+        d_k = W_K.shape[1]
+        self._set_variants([
+            ("terms_not_summed",
+             f"You multiplied the matching entries ({_fmt(q * k)}) but did not add them up. "
+             "A dot product is one number: the sum of those products.", q * k),
+            ("roles_swapped",
+             f"That is the score of '{key}' asking about '{query}': the roles are swapped. "
+             f"The asking word gives the query (x_{query} W_Q); the word being scored gives the key (x_{key} W_K).",
+             (X[j] @ W_Q) @ (X[i] @ W_K)),
+            ("raw_vectors",
+             "That is the dot product of the two word vectors themselves. Make the query with W_Q and the key "
+             "with W_K first, then take their dot product.", X[i] @ X[j]),
+            ("key_not_projected",
+             f"You scored the query against the word vector of '{key}' itself. Make its key first: x_{key} W_K.",
+             q @ X[j]),
+            ("query_not_projected",
+             f"You used the word vector of '{query}' itself as the query. Make the query first: x_{query} W_Q.",
+             X[i] @ k),
+            ("already_scaled",
+             f"That is the score divided by sqrt(d_k) = {_fmt(np.sqrt(d_k))}: one step too far. The division "
+             "comes next; the exercise asks for the raw score.", (q @ k) / np.sqrt(d_k)),
+        ])
+        terms = " + ".join(f"{_fmt(a)} × {_fmt(b)}" for a, b in zip(q, k))
+        self.hint_text = (f"The query of '{query}' is its word vector times W_Q; the key of '{key}' is its word "
+                          "vector times W_K. Then multiply matching entries and add them up.")
+        self.solution_text = (f"q = x_{query} @ W_Q = {_fmt(q)}\n"
+                              f"k = x_{key} @ W_K = {_fmt(k)}\n"
+                              f"score = {terms} = {_fmt(self.expected)}\n"
+                              "In numpy: q @ k, or (q * k).sum().")
+        self.correct_note = (f"'{query}' scores '{key}' at {_fmt(self.expected)}: "
+                             "the query and the key, entry by entry, multiplied and added.")
+
+
+class SoftmaxRowExercise(_NumericExercise):
+    """The attention weights of one query from its raw scores: softmax(scores / sqrt(d_k)).
+
+    scores: (n_k,) the raw scores Q K^T of one query. d_k: the key width.
+    labels: the n_k keys' names. d_model: optional embedding width; when it
+    differs from d_k, dividing by sqrt(d_model) is named as a mistake.
+    """
+
+    weights = True
+
+    def __init__(self, scores, d_k, labels, d_model=None):
+        s = np.asarray(scores, dtype=float)
+        if s.ndim != 1:
+            raise ValueError(f"scores must be one row of raw scores, shape (n_k,); got shape {s.shape}")
+        if len(labels) != s.size:
+            raise ValueError(f"labels must name the {s.size} keys; got {len(labels)} labels")
+        self.labels_cols = list(labels)
+        root = np.sqrt(d_k)
+        self.expected = softmax(s / root)
+        self.atol = WEIGHTS_ATOL
+        self.shape_note = f"one weight per key, {s.size} keys"
+        variants = [
+            ("no_scaling",
+             f"These are the weights of the raw scores: the scaling is forgotten. Divide the scores by "
+             f"sqrt(d_k) = {_fmt(root)} before the softmax.", softmax(s)),
+            ("divided_by_d_k",
+             f"You divided by d_k = {d_k}; divide by its square root, sqrt(d_k) = {_fmt(root)}.", softmax(s / d_k)),
+            ("multiplied_by_sqrt",
+             f"You multiplied the scores by sqrt(d_k); divide them by sqrt(d_k) = {_fmt(root)} instead.",
+             softmax(s * root)),
+            ("scaled_after_softmax",
+             "You divided by sqrt(d_k) after the softmax, so the weights no longer sum to 1. "
+             "Scale the scores first, then take the softmax.", softmax(s) / root),
+            ("exp_not_normalised",
+             "These are the exponentials exp(score / sqrt(d_k)), and they do not sum to 1. Divide each by "
+             "their sum to turn them into weights.", np.exp(s / root)),
+            ("no_exp",
+             "You divided the scaled scores by their sum without exponentiating them first. The softmax "
+             "takes exp() of each score, then divides by the sum of those exponentials.",
+             (s / root) / np.sum(s / root)),
+        ]
+        if d_model is not None and d_model != d_k:
+            variants.insert(1, ("sqrt_d_model",
+                                f"You divided by sqrt(d_model) = {_fmt(np.sqrt(d_model))}, the width of the word "
+                                f"vectors; divide by sqrt(d_k) = {_fmt(root)}, the width of the keys.",
+                                softmax(s / np.sqrt(d_model))))
+        self._set_variants(variants)
+        self.hint_text = ("Two steps. First divide every score by sqrt(d_k). Then the softmax: exp() of each "
+                          "scaled score, divided by the sum of those exponentials.")
+        self.solution_text = (f"# s: the raw scores, {_fmt(s)}\n"
+                              f"scaled = s / np.sqrt({d_k})   # {_fmt(s / root)}\n"
+                              "e = np.exp(scaled - scaled.max())   # subtracting the max changes nothing but avoids overflow\n"
+                              "weights = e / e.sum()\n"
+                              f"# gives {_fmt(self.expected)}, which sums to 1")
+        self.correct_note = f"The weights sum to 1 and the largest goes to '{self.labels_cols[int(self.expected.argmax())]}'."
+
+
+class AttentionWeightsExercise(_NumericExercise):
+    """The full matrix of attention weights of a sentence, optionally masked.
+
+    X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k); labels: n tokens.
+    mask: optional boolean (n, n), True = may attend (e.g. causal_mask(n)).
+    names: what the notebook calls X, W_Q and W_K, for the hint and solution.
+    The answer is softmax(Q K^T / sqrt(d_k)) row by row, with masked scores
+    set to -inf before the softmax: shape (n, n), queries on the rows.
+    """
+
+    weights = True
+
+    def __init__(self, X, W_Q, W_K, labels, mask=None, names=("X", "W_Q", "W_K")):
+        X, W_Q, W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
+        n, d_model = X.shape
+        if len(labels) != n:
+            raise ValueError(f"labels must name the {n} tokens (rows of X); got {len(labels)} labels")
+        self.labels_rows = self.labels_cols = list(labels)
+        Q, K = X @ W_Q, X @ W_K
+        d_k = K.shape[1]
+        keep = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask)
+        if keep.shape != (n, n) or keep.dtype != bool:
+            raise ValueError(f"mask must be a boolean ({n}, {n}) array, True = may attend; got {keep.dtype} {keep.shape}")
+        _, self.expected = scaled_dot_product_attention(Q, K, np.zeros((n, 1)), mask=mask)
+        self.atol = WEIGHTS_ATOL
+        self.shape_note = f"({n}, {n}): one row per query, one column per key"
+        S = Q @ K.T
+        root = np.sqrt(d_k)
+
+        def masked_softmax(scores, axis=-1):
+            return softmax(np.where(keep, scores, -np.inf), axis=axis)
+
+        variants = [
+            ("no_scaling",
+             f"These are the weights of the raw scores: the scaling is forgotten. Divide Q @ K.T by "
+             f"sqrt(d_k) = {_fmt(root)} before the softmax.", masked_softmax(S)),
+            ("sqrt_d_model",
+             f"You divided by sqrt(d_model) = {_fmt(np.sqrt(d_model))}, the width of the word vectors. "
+             f"Divide by sqrt(d_k) = {_fmt(root)}, the width of the keys: d_k = K.shape[-1].",
+             masked_softmax(S / np.sqrt(d_model))),
+            ("divided_by_d_k",
+             f"You divided by d_k = {d_k}; divide by its square root, sqrt(d_k) = {_fmt(root)}.",
+             masked_softmax(S / d_k)),
+            ("wrong_axis",
+             "The softmax ran over the wrong axis: your columns sum to 1, but each row (one query's weights "
+             "over the keys) must. Use axis=-1 (or axis=1), with keepdims=True when you divide.",
+             masked_softmax(S / root, axis=0)),
+            ("transposed_scores",
+             "You computed K @ Q.T, which is Q K^T transposed: row i then holds the scores of key i, not of "
+             "query i. The scores are Q @ K.T, queries on the rows.", masked_softmax(S.T / root)),
+            ("transposed",
+             "Rows and columns are swapped: this is the right matrix transposed. Queries go on the rows, "
+             "keys on the columns.", self.expected.T),
+            ("exp_not_normalised",
+             "These are the exponentials, and their rows do not sum to 1. Divide each row by its own sum: "
+             "e / e.sum(axis=-1, keepdims=True).", np.where(keep, np.exp(S / root), 0.0)),
+            ("keepdims_forgotten",
+             "You divided by the row sums without keepdims=True: e.sum(axis=1) has shape (n,), so numpy divided "
+             "column j by the sum of row j. Write e / e.sum(axis=1, keepdims=True).",
+             np.where(keep, np.exp(S / root), 0.0) / np.where(keep, np.exp(S / root), 0.0).sum(axis=-1)),
+            ("whole_matrix_normalised",
+             "You divided by the sum of the whole matrix, so the weights do not sum to 1 along each row "
+             "(only all together). Divide each row by its own sum: e.sum(axis=-1, keepdims=True).",
+             np.where(keep, np.exp(S / root), 0.0) / np.where(keep, np.exp(S / root), 0.0).sum()),
+        ]
+        if mask is not None:
+            masked_softmax_flipped = softmax(np.where(keep.T, S / root, -np.inf))
+            variants += [
+                ("mask_after_softmax",
+                 "The mask was applied after the softmax: the masked weights are 0, but the rows no longer sum "
+                 "to 1. Set the masked scores to -inf (np.where(mask, scores, -np.inf)) before the softmax.",
+                 softmax(S / root) * keep),
+                ("mask_times_zero",
+                 "You multiplied the masked scores by 0 (scores * mask). A score of 0 still gets weight, since "
+                 "exp(0) = 1, so later words still leak in. Set masked scores to -inf before the softmax.",
+                 softmax(S / root * keep)),
+                ("mask_flipped",
+                 "Your mask is the wrong way round: each word sees itself and the words after it. The causal mask "
+                 "is True on and below the diagonal (np.tril), so each word sees itself and the words before it.",
+                 masked_softmax_flipped),
+                ("no_mask",
+                 "These are the weights without the mask: every word still sees the words after it. Set the "
+                 "masked scores to -inf before the softmax.", softmax(S / root)),
+            ]
+        self._set_variants(variants)
+        mask_line = "scores = np.where(mask, scores, -np.inf)   # True = may attend\n" if mask is not None else ""
+        x, wq, wk = names
+        self.hint_text = (f"Q = {x} @ {wq} and K = {x} @ {wk}; the scores are Q @ K.T, divided by sqrt(d_k) where "
+                          "d_k = K.shape[-1]. " + ("Set masked scores to -inf, then " if mask is not None else "Then ")
+                          + "take the softmax of each row: exp(), divided by the row's sum (axis=-1, keepdims=True).")
+        self.solution_text = (f"Q = {x} @ {wq}\nK = {x} @ {wk}\n"
+                              "scores = Q @ K.T / np.sqrt(K.shape[-1])\n" + mask_line +
+                              "e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+                              "weights = e / e.sum(axis=-1, keepdims=True)\n"
+                              f"# gives\n{_fmt(self.expected)}")
+        self.correct_note = "Every row sums to 1" + (", and no word reads a masked one." if mask is not None else ".")
+
+
+class ProjectionExercise(_NumericExercise):
+    """One word's query, key or value: its row vector times W_Q, W_K or W_V.
+
+    X: (n, d_model); W_Q, W_K, W_V: (d_model, d); tokens: n names; token: the
+    word; role: "query", "key" or "value". The answer is x_token @ W_role.
+    """
+
+    def __init__(self, X, W_Q, W_K, W_V, tokens, token, role="key"):
+        X = _matrix(X, "X")
+        mats = {"query": _matrix(W_Q, "W_Q"), "key": _matrix(W_K, "W_K"), "value": _matrix(W_V, "W_V")}
+        names = {"query": "W_Q", "key": "W_K", "value": "W_V"}
+        if role not in mats:
+            raise ValueError(f"role must be 'query', 'key' or 'value'; got {role!r}")
+        x = X[_index(tokens, token, "token")]
+        W = mats[role]
+        self.expected = x @ W
+        self.atol = EXACT_ATOL
+        self.shape_note = f"one vector of {W.shape[1]} numbers"
+        variants = [
+            ("matrix_order",
+             f"You multiplied {names[role]} by x as a column ({names[role]} x). The course writes word vectors as "
+             f"rows, as Vaswani et al. (2017) do: x {names[role]}, in numpy x @ {names[role]}.", W @ x if W.shape[0] == W.shape[1] else None),
+            ("elementwise",
+             "You multiplied entry by entry (*), which gives a matrix. A projection is a matrix product: "
+             f"x @ {names[role]}.", x * W if W.shape[1] == x.size else None),
+        ]
+        for other in ("query", "key", "value"):
+            if other != role:
+                variants.append((f"used_{names[other]}",
+                                 f"That is the {other} of '{token}' (x {names[other]}); the {role} uses {names[role]}.",
+                                 x @ mats[other]))
+        self._set_variants([v for v in variants if v[2] is not None])
+        self.hint_text = (f"Take the row vector of '{token}' and multiply it by {names[role]} on its right: "
+                          f"entry j of the {role} is x[0] * {names[role]}[0, j] + x[1] * {names[role]}[1, j] + ...")
+        cols = "\n".join(f"{role}[{j}] = " + " + ".join(f"{_fmt(a)} × {_fmt(b)}" for a, b in zip(x, W[:, j]))
+                         + f" = {_fmt(self.expected[j])}" for j in range(W.shape[1]))
+        self.solution_text = f"x_{token} = {_fmt(x)}\n{cols}\nIn numpy: x @ {names[role]} gives {_fmt(self.expected)}."
+        self.correct_note = f"The {role} of '{token}' is {_fmt(self.expected)}."
+
+
+class OutputExercise(_NumericExercise):
+    """One word's output: the weighted mix of the values, weights from scaled dot-product attention.
+
+    X: (n, d_model); W_Q, W_K: (d_model, d_k); W_V: (d_model, d_v);
+    tokens: n names; token: the word whose output is asked. The answer has
+    shape (d_v,). Tolerance: with every weight rounded to 3 decimals (off by
+    up to 0.0005), output entry c is off by at most 0.0005 times the sum of
+    |V[:, c]|; another 0.0005 allows for rounding the output itself.
+    """
+
+    def __init__(self, X, W_Q, W_K, W_V, tokens, token):
+        X, W_Q, W_K, W_V = (_matrix(m, name) for m, name in ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
+        i = _index(tokens, token, "token")
+        Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+        out, W = scaled_dot_product_attention(Q, K, V)
+        self.expected = out[i]
+        self.atol = EXACT_ATOL * np.abs(V).sum(axis=0) + EXACT_ATOL
+        self.shape_note = f"the output of '{token}' is one vector of d_v = {V.shape[1]} numbers"
+        scaled = (Q @ K.T)[i] / np.sqrt(K.shape[1])
+        variants = [
+            ("mixed_embeddings",
+             "You mixed the word vectors X, not the values. The output mixes the values V = X @ W_V.", W[i] @ X),
+            ("mixed_keys", "You mixed the keys; the output mixes the values V = X @ W_V.", W[i] @ K),
+            ("mixed_scores",
+             "You weighted the values by the scaled scores, not by the weights. Take the softmax of the scores "
+             "first, so the weights are positive and sum to 1.", scaled @ V),
+            ("no_scaling",
+             "You used the weights of the raw scores: the scaling is forgotten. Divide the scores by sqrt(d_k) "
+             "before the softmax.", softmax((Q @ K.T)[i]) @ V),
+            ("plain_average",
+             "That is the plain average of the values: every word counted equally. Weight each value by "
+             f"the attention weight of '{token}' on that word.", V.mean(axis=0)),
+            ("plain_sum", "That is the plain sum of the values. Weight each value by its attention weight first.",
+             V.sum(axis=0)),
+            ("all_outputs",
+             f"That is every word's output, one row per word. The exercise asks for the row of '{token}' only.", out),
+        ]
+        self._set_variants(variants)
+        self.hint_text = (f"Take the row of attention weights of '{token}' (one weight per word) and the values V = X @ W_V "
+                          "(one row per word). Multiply each word's value by its weight and add them up.")
+        terms = "\n".join(f"  {'+' if j else ' '} {_fmt(w)} × {_fmt(v):<12} ({tokens[j]})" for j, (w, v) in enumerate(zip(W[i], V)))
+        self.solution_text = (f"weights = {_fmt(W[i])}\nV = X @ W_V\n"
+                              f"output = weights @ V, one term per word:\n{terms}\n  = {_fmt(self.expected)}")
+        self.correct_note = f"'{token}' leaves as {_fmt(self.expected)}, a mix of the values weighted by attention."
+
+
+class DkPredictionExercise(_Exercise):
+    """Predict what happens to the weights when the key width d_k grows.
+
+    The answer is one letter. The right letter is not stored: it is measured
+    from the inputs. For each d_k in ``d_k_values``, ``trials`` random
+    queries and keys with standard normal entries (seeded with ``seed``) are
+    scored against ``n_keys`` keys, without scaling unless ``scaled`` is
+    True, and the average largest weight is tracked from the smallest d_k to
+    the largest: up by more than 0.1 is (a), down by more than 0.1 is (b),
+    otherwise (c).
+    """
+
+    OPTIONS = {
+        "a": "the largest weight climbs towards 1 (one key takes almost everything)",
+        "b": "the weights even out towards 1/n",
+        "c": "the weights stay about the same",
+    }
+
+    def __init__(self, d_k_values=(2, 8, 32, 128, 512), n_keys=3, trials=400, seed=0, scaled=False):
+        rng = np.random.default_rng(seed)
+        self.d_k_values = tuple(int(d) for d in d_k_values)
+        self.scaled = bool(scaled)
+        table = []
+        for d_k in self.d_k_values:
+            q = rng.standard_normal((trials, 1, d_k))
+            k = rng.standard_normal((trials, n_keys, d_k))
+            raw = (q @ np.swapaxes(k, -1, -2))[:, 0, :]
+            unscaled = softmax(raw).max(axis=-1).mean()
+            with_scale = softmax(raw / np.sqrt(d_k)).max(axis=-1).mean()
+            table.append((d_k, float(unscaled), float(with_scale)))
+        self.table = table
+        column = 2 if self.scaled else 1
+        change = table[-1][column] - table[0][column]
+        self.answer = "a" if change > 0.1 else ("b" if change < -0.1 else "c")
+        self.n_keys = n_keys
+        self.hint_text = ("A score is a sum of d_k products. If each product is a random number of about size 1, "
+                          "how far apart do sums of d_k of them typically land? What does a softmax do with scores "
+                          "that are far apart?")
+        self.solution_text = (f"({self.answer}) {self.OPTIONS[self.answer]}.\n{self._why(self.answer)}\n\n"
+                              f"Measured with {self.d_k_values[0]} <= d_k <= {self.d_k_values[-1]}:\n{self._table_text()}")
+
+    def question(self):
+        """Print the question and its options."""
+        how = "and you DO divide the scores by sqrt(d_k)" if self.scaled else "and you do NOT divide the scores by sqrt(d_k)"
+        print(f"Queries and keys have random entries of about size 1. As d_k grows from {self.d_k_values[0]} "
+              f"to {self.d_k_values[-1]}, {how}, what happens to one query's weights over {self.n_keys} keys?")
+        for letter, text in self.OPTIONS.items():
+            print(f"  ({letter}) {text}")
+
+    def _table_text(self):
+        lines = [f"average largest weight over {self.n_keys} keys (1/n = {1 / self.n_keys:.3f})",
+                 f"{'d_k':>6} {'unscaled':>10} {'scaled':>8}"]
+        lines += [f"{d:>6} {u:>10.3f} {s:>8.3f}" for d, u, s in self.table]
+        return "\n".join(lines)
+
+    fallback = Feedback(False, "not_a_choice", "Answer with one of the letters 'a', 'b' or 'c', in quotes.")
+
+    def _feedback(self, answer):
+        letter = answer.strip().strip("().").strip().lower() if isinstance(answer, str) else None
+        if letter not in self.OPTIONS:
+            return Feedback(False, "not_a_choice", "Answer with one of the letters 'a', 'b' or 'c', in quotes: answer = 'a'.")
+        if letter == self.answer:
+            return Feedback(True, None, "Correct! " + self._why(letter))
+        return Feedback(False, f"chose_{letter}", "Not quite. " + self._why(letter))
+
+    def _why(self, letter):
+        if letter == "a":
+            return ("Without the division, a dot product of d_k random terms spreads out like sqrt(d_k), and a "
+                    "softmax of widely spread scores piles nearly all the weight onto the largest."
+                    if letter == self.answer else
+                    "With the division by sqrt(d_k) the spread of the scores stays about the same as d_k grows, "
+                    "so the softmax does not sharpen.")
+        if letter == "b":
+            return ("A dot product of d_k random terms spreads out as d_k grows (its spread is about sqrt(d_k)); "
+                    "the weights would even out only if the scores bunched together.")
+        return ("That is what the division by sqrt(d_k) buys: it keeps the spread of the scores the same."
+                if letter == self.answer else
+                "That is what happens WITH the division by sqrt(d_k). Without it the scores spread out like "
+                "sqrt(d_k), and the softmax piles onto the largest one.")
+

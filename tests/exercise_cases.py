@@ -1,0 +1,238 @@
+"""Answers to the notebooks' exercises, typed as a learner would type them.
+
+CASES[notebook][exercise] is a list of (mistake, code[, extra phrase]):
+``code`` replaces the ``answer = ...`` line of the exercise cell and uses the
+names the notebook defines; ``mistake`` is the key the feedback must carry
+(None: the answer is right). PHRASES gives, for each key, words that the
+printed feedback must contain, so a reader of the output sees the mistake
+named. test_exercises.py runs the cases in-process; test_exercise_kernel.py
+types them into the notebooks' cells and runs them in a fresh kernel.
+"""
+
+import contextlib
+import io
+
+import nbformat
+
+PHRASES = {
+    None: "Correct!",
+    "not_attempted": "Not attempted yet",
+    "not_numbers": "not numbers",
+    "unreadable": "could not read",
+    "function": "is a function",
+    "nan_inf": "contains",
+    "shape": "Wrong shape",
+    "different": "Not yet",
+    "terms_not_summed": "did not add them up",
+    "roles_swapped": "roles are swapped",
+    "raw_vectors": "word vectors themselves",
+    "already_scaled": "one step too far",
+    "no_scaling": "scaling is forgotten",
+    "sqrt_d_model": "sqrt(d_model)",
+    "divided_by_d_k": "You divided by d_k",
+    "multiplied_by_sqrt": "You multiplied the scores by sqrt(d_k)",
+    "scaled_after_softmax": "divided by sqrt(d_k) after the softmax",
+    "exp_not_normalised": "These are the exponentials",
+    "no_exp": "without exponentiating",
+    "wrong_axis": "wrong axis",
+    "transposed_scores": "You computed K @ Q.T",
+    "transposed": "Rows and columns are swapped",
+    "whole_matrix_normalised": "sum of the whole matrix",
+    "keepdims_forgotten": "without keepdims=True",
+    "mask_after_softmax": "mask was applied after the softmax",
+    "mask_times_zero": "multiplied the masked scores by 0",
+    "no_mask": "without the mask",
+    "mask_flipped": "wrong way round",
+    "key_not_projected": "Make its key first",
+    "query_not_projected": "Make the query first",
+    "sum_not_one": "Your weights do not sum to 1",
+    "negative": "never negative",
+    "matrix_order": "as a column",
+    "elementwise": "entry by entry",
+    "used_W_Q": "That is the query of",
+    "used_W_V": "That is the value of",
+    "mixed_embeddings": "mixed the word vectors",
+    "mixed_keys": "mixed the keys",
+    "mixed_scores": "by the scaled scores",
+    "plain_average": "plain average",
+    "plain_sum": "plain sum",
+    "all_outputs": "every word's output",
+    "chose_b": "Not quite",
+    "chose_c": "That is what happens WITH the division",
+    "not_a_choice": "one of the letters",
+}
+
+# The named mistakes of issue 3, and the keys that name them.
+NAMED_IN_ISSUE = {
+    "weights that do not sum to 1": "sum_not_one",
+    "softmax over the wrong axis": "wrong_axis",
+    "scaling forgotten": "no_scaling",
+    "scaled by sqrt(d_model) instead of sqrt(d_k)": "sqrt_d_model",
+    "mask applied after the softmax": "mask_after_softmax",
+    "mask by multiplying by 0": "mask_times_zero",
+    "Q K^T transposed the wrong way": "transposed_scores",
+    "wrong shape": "shape",
+    "NaN or inf": "nan_inf",
+    "not attempted yet": "not_attempted",
+}
+
+_CAUSAL_OK = """s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)
+e = np.exp(s - s.max(axis=1, keepdims=True))
+w = e / e.sum(axis=1, keepdims=True)"""
+_THREE = """Q = X3 @ W_Q3
+K = X3 @ W_K3"""
+
+CASES = {
+    "01_river_bank.ipynb": {
+        "ex_score": [
+            (None, "answer = (X[flooded] @ W_Q) @ (X[bank] @ W_K)"),
+            (None, "answer = 0.9 * 1.0 + 0.6 * 0.5"),
+            ("not_attempted", "answer = ..."),
+            ("terms_not_summed", "answer = (X[flooded] @ W_Q) * (X[bank] @ W_K)"),
+            ("roles_swapped", "answer = (X[bank] @ W_Q) @ (X[flooded] @ W_K)"),
+            ("raw_vectors", "answer = X[flooded] @ X[bank]"),
+            ("key_not_projected", "answer = (X[flooded] @ W_Q) @ X[bank]"),
+            ("query_not_projected", "answer = X[flooded] @ (X[bank] @ W_K)"),
+            ("already_scaled", "answer = (X[flooded] @ W_Q) @ (X[bank] @ W_K) / np.sqrt(d_k)"),
+            ("shape", "answer = np.array([[1.2]])", "The numbers are right"),
+            ("nan_inf", "answer = float('nan')", "NaN"),
+            ("not_numbers", "answer = '1.2'", "Remove the quotes"),
+            ("different", "answer = 1.5"),
+        ],
+        "ex_softmax": [
+            (None, "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
+            (None, "answer = [0.117, 0.353, 0.231, 0.298]", "Python list"),
+            ("not_attempted", "answer = ..."),
+            ("no_scaling", "answer = np.exp(scores[flooded]) / np.exp(scores[flooded]).sum()"),
+            ("divided_by_d_k", "s = scores[flooded] / d_k\nanswer = np.exp(s) / np.exp(s).sum()"),
+            ("multiplied_by_sqrt", "s = scores[flooded] * np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
+            ("scaled_after_softmax",
+             "w = np.exp(scores[flooded]) / np.exp(scores[flooded]).sum()\nanswer = w / np.sqrt(d_k)"),
+            ("exp_not_normalised", "answer = np.exp(scores[flooded] / np.sqrt(d_k))", "do not sum to 1"),
+            ("no_exp", "s = scores[flooded] / np.sqrt(d_k)\nanswer = s / s.sum()"),
+            ("sum_not_one", "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).max()"),
+            ("negative", "answer = np.array([0.5, 0.5, 0.5, -0.5])"),
+            ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).reshape(4, 1)",
+             "shape (4,)"),
+            ("nan_inf", "s = scores[flooded] * 1000\nanswer = np.exp(s) / np.exp(s).sum()", "NaN"),
+        ],
+        "ex_causal": [
+            (None, _CAUSAL_OK + "\nanswer = w"),
+            (None, _CAUSAL_OK + "\nanswer = w.tolist()", "Python list"),
+            ("not_attempted", "answer = ..."),
+            ("mask_after_softmax",
+             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nanswer = w * mask"),
+            ("mask_after_softmax",
+             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nw[~mask] = 0\nanswer = w"),
+            ("mask_times_zero",
+             "s = (Q @ K.T / np.sqrt(d_k)) * mask\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("no_mask", "e = np.exp(Q @ K.T / np.sqrt(d_k))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("mask_flipped",
+             "upper = np.triu(np.ones((4, 4), dtype=bool))\ns = np.where(upper, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
+             "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("nan_inf",
+             "below = np.tril(np.ones((4, 4), dtype=bool), k=-1)\ns = np.where(below, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
+             "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)", "check your mask"),
+            ("wrong_axis",
+             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+             "answer = e / e.sum(axis=0, keepdims=True)"),
+            ("transposed_scores",
+             "s = np.where(mask, K @ Q.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+             "answer = e / e.sum(axis=1, keepdims=True)"),
+            ("no_scaling",
+             "s = np.where(mask, Q @ K.T, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("divided_by_d_k",
+             "s = np.where(mask, Q @ K.T / d_k, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("whole_matrix_normalised",
+             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum()"),
+            ("exp_not_normalised", "answer = np.exp(np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf))"),
+            ("keepdims_forgotten",
+             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1)"),
+            ("transposed", _CAUSAL_OK + "\nanswer = w.T"),
+            ("sum_not_one",
+             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+             "answer = e / e.max(axis=1, keepdims=True)"),
+            ("shape", _CAUSAL_OK + "\nanswer = w[bank]", "(4, 4)"),
+            ("nan_inf",
+             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), np.inf)\ne = np.exp(s)\n"
+             "answer = e / e.sum(axis=1, keepdims=True)", "NaN"),
+            ("unreadable", "answer = [[1.0], [0.2, 0.8]]", "same length"),
+        ],
+    },
+    "02_two_senses.ipynb": {
+        "ex_key": [
+            (None, "answer = X_m[interest_m] @ W_K"),
+            (None, "answer = [1, 3]", "Python list"),
+            ("not_attempted", "answer = ..."),
+            ("matrix_order", "answer = W_K @ X_m[interest_m]"),
+            ("used_W_Q", "answer = X_m[interest_m] @ W_Q"),
+            ("used_W_V", "answer = X_m[interest_m] @ W_V"),
+            ("elementwise", "answer = X_m[interest_m] * W_K"),
+            ("shape", "answer = X_m[interest_m:interest_m + 1] @ W_K", "answer.reshape(2,)"),
+            ("nan_inf", "answer = np.array([1.0, np.inf])", "inf"),
+            ("different", "answer = np.array([1.0, 2.0])"),
+        ],
+        "ex_output": [
+            (None, "answer = W_m[bank_m] @ V_m"),
+            (None, "answer = np.round(W_m[bank_m], 3) @ V_m"),
+            ("not_attempted", "answer = ..."),
+            ("mixed_embeddings", "answer = W_m[bank_m] @ X_m"),
+            ("mixed_keys", "answer = W_m[bank_m] @ K_m"),
+            ("mixed_scores", "answer = (Q_m @ K_m.T)[bank_m] / np.sqrt(2) @ V_m"),
+            ("no_scaling", "s = (Q_m @ K_m.T)[bank_m]\nw = np.exp(s) / np.exp(s).sum()\nanswer = w @ V_m"),
+            ("plain_average", "answer = V_m.mean(axis=0)"),
+            ("plain_sum", "answer = V_m.sum(axis=0)"),
+            ("all_outputs", "answer = W_m @ V_m"),
+            ("shape", "answer = (W_m[bank_m] @ V_m).reshape(1, 2)"),
+        ],
+        "ex_attention": [
+            (None, _THREE + "\ns = Q @ K.T / np.sqrt(K.shape[-1])\ne = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+             "answer = e / e.sum(axis=-1, keepdims=True)"),
+            ("not_attempted", "answer = ..."),
+            ("no_scaling", _THREE + "\ne = np.exp(Q @ K.T)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("sqrt_d_model",
+             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(X3.shape[1]))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("divided_by_d_k", _THREE + "\ne = np.exp(Q @ K.T / 2)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("wrong_axis", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum(axis=0, keepdims=True)"),
+            ("wrong_axis", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum(axis=0)"),
+            ("transposed_scores",
+             _THREE + "\ne = np.exp(K @ Q.T / np.sqrt(2))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("transposed",
+             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = (e / e.sum(axis=1, keepdims=True)).T"),
+            ("exp_not_normalised", _THREE + "\nanswer = np.exp(Q @ K.T / np.sqrt(2))"),
+            ("keepdims_forgotten", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum(axis=1)"),
+            ("whole_matrix_normalised", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum()"),
+            ("sum_not_one",
+             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.max(axis=1, keepdims=True)"),
+            ("shape",
+             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = (e / e.sum(axis=1, keepdims=True))[0]", "(3, 3)"),
+            ("nan_inf", _THREE + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
+        ],
+        "ex_predict": [
+            (None, "answer = 'a'"),
+            (None, "answer = '(A)'"),
+            ("not_attempted", "answer = ..."),
+            ("chose_b", "answer = 'b'"),
+            ("chose_c", "answer = 'c'"),
+            ("not_a_choice", "answer = 'd'"),
+            ("not_a_choice", "answer = 1"),
+        ],
+    },
+}
+
+
+def run_in_process(path):
+    """Run a notebook's code cells in this process (figures to Agg) and return its namespace."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nb = nbformat.read(path, as_version=4)
+    namespace = {"__name__": "__notebook__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                exec(compile(cell.source, f"{path.name}:{cell.id}", "exec"), namespace)
+    plt.close("all")
+    return namespace

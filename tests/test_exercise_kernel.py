@@ -1,0 +1,37 @@
+"""In a fresh kernel, each mistake typed into an exercise cell gets feedback naming it.
+
+For each notebook, every case of exercise_cases.CASES is typed into a copy of
+its exercise cell (the ``answer = ...`` line replaced by the learner's code),
+the copies are appended to the notebook, and the whole notebook runs top to
+bottom in a fresh kernel, as a learner's would. The printed feedback of each
+copy must name the case's mistake. (Appended at the end, so no case changes a
+name that a later cell of the notebook reads.)
+"""
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+from exercise_cases import CASES, PHRASES
+from helpers.course import NOTEBOOKS_DIR
+
+
+@pytest.mark.parametrize("notebook", sorted(CASES))
+def test_mistakes_typed_into_exercise_cells_are_named_in_a_fresh_kernel(notebook):
+    nb = nbformat.read(NOTEBOOKS_DIR / notebook, as_version=4)
+    typed = []
+    for exercise, cases in CASES[notebook].items():
+        cell = next(c for c in nb.cells if c.cell_type == "code" and f"{exercise}.check(answer)" in c.source)
+        first, *rest = cell.source.splitlines()
+        assert first.startswith("answer = ..."), f"{exercise}: the exercise cell must start as `answer = ...`"
+        for key, code, *extra in cases:
+            new = new_code_cell("\n".join([code, *rest]))
+            nb.cells.append(new)
+            typed.append((exercise, key, code, extra, new))
+    NotebookClient(nb, timeout=60, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(NOTEBOOKS_DIR)}}).execute()
+    for exercise, key, code, extra, cell in typed:
+        printed = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stdout")
+        for phrase in [PHRASES[key], *extra]:
+            assert phrase in printed, f"{exercise} with {code!r}: expected {phrase!r}, got {printed!r}"
