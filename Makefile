@@ -18,6 +18,10 @@ test: $(READY)
 execute: $(READY)
 	env -u MPLBACKEND $(PY) tools/execute_notebooks.py notebooks/*.ipynb
 
+# Benchmarks (not tests): time one explorer update in a real kernel, median and 95th percentile.
+bench: $(READY)
+	env -u MPLBACKEND $(PY) tools/bench_explorers.py
+
 # Set up: a virtual environment with the pinned requirements and the helpers package.
 $(READY): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
