@@ -19,8 +19,10 @@ test: $(READY)
 execute: $(READY)
 	env -u MPLBACKEND $(PY) tools/execute_notebooks.py notebooks/*.ipynb
 
-# Time the numpy forward pass of the real model all-MiniLM-L6-v2.
+# Benchmarks (not tests): one explorer update in a real kernel (median, 95th percentile),
+# and the numpy forward pass of the real model all-MiniLM-L6-v2.
 bench: $(READY)
+	env -u MPLBACKEND $(PY) tools/bench_explorers.py
 	$(PY) tools/bench_real_model.py
 
 # Set up: a virtual environment with the pinned requirements, the files of the real model

@@ -2,7 +2,9 @@
 
 attention    the math, numpy only
 examples     the worked examples from data/
-plots        matplotlib figures
+plots        matplotlib figures and the explorers' HTML heatmaps
+saturation   random queries and keys, and the softmax's Jacobian (notebook 03)
+widgets      the explorers: d_k and scaling, masks, number of heads
 exercises    exercises that check themselves: check / hint / solution
 course       the course map
 environment  the set-up check of the start-here notebook

@@ -46,13 +46,7 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
     Returns the matplotlib Figure. Raises ValueError for weights that are not
     a non-empty matrix of numbers in [0, 1] or labels that do not fit.
     """
-    w = np.asarray(weights, dtype=float)
-    if w.ndim != 2 or w.size == 0:
-        raise ValueError(f"weights must be a non-empty matrix (n_q, n_k); got shape {w.shape}")
-    if not np.all(np.isfinite(w)) or (w < 0).any() or (w > 1 + 1e-9).any():
-        raise ValueError(f"weights must be attention weights, numbers in [0, 1]; got values from {np.nanmin(w)} to {np.nanmax(w)}")
-    query_labels = _labels(query_labels, w.shape[0], "query_labels")
-    key_labels = _labels(key_labels, w.shape[1], "key_labels")
+    w, query_labels, key_labels = _labelled_weights(weights, query_labels, key_labels)
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
         raise ValueError(f"decimals must be a whole number from 0 to 6; got {decimals!r}")
     top = float(w.max()) if vmax is None else float(vmax)
@@ -185,3 +179,186 @@ def senses_plot(sentences, axis_labels=("x1", "x2"), title="", ax=None):
 
 
 __all__ += ["senses_plot"]
+
+
+# --------------------------------------------------------------------------
+# Explorer pictures and the figures of notebooks 03-05.
+#
+# The explorers redraw on every control change, and turning a matplotlib
+# figure into a PNG costs 50-100 ms here. So their live heatmap is an HTML
+# table instead: the same cividis colours (taken from matplotlib's colormap)
+# on the same fixed range 0 to 1, the weight written in each cell, queries on
+# rows and keys on columns. Building one costs about a millisecond.
+# --------------------------------------------------------------------------
+
+import html as _html
+
+import matplotlib as _mpl
+
+__all__ += ["weights_table_html", "html_grid", "heads_heatmaps", "lines_plot"]
+
+_CIVIDIS_HEX = [_mpl.colors.to_hex(c) for c in _mpl.colormaps[CMAP].resampled(256)(np.linspace(0, 1, 256))]
+_MASKED_CELL = "background:repeating-linear-gradient(135deg,#e4e4e4 0 3px,#ffffff 3px 6px);color:#666"
+
+
+def _labelled_weights(weights, query_labels, key_labels):
+    """``(weights, query_labels, key_labels)`` as a float matrix (n_q, n_k) of numbers
+    in [0, 1] and two lists of strings, or ValueError unless there is one label per
+    row and column."""
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 2 or w.size == 0:
+        raise ValueError(f"weights must be a non-empty matrix (n_q, n_k); got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or (w < 0).any() or (w > 1 + 1e-9).any():
+        raise ValueError(f"weights must be attention weights, numbers in [0, 1]; got values from {np.nanmin(w)} to {np.nanmax(w)}")
+    return w, _labels(query_labels, w.shape[0], "query_labels"), _labels(key_labels, w.shape[1], "key_labels")
+
+
+def _cell_colour(value):
+    """The cividis colour of a weight in [0, 1] (clipped), as '#rrggbb'."""
+    return _CIVIDIS_HEX[int(round(min(max(float(value), 0.0), 1.0) * 255))]
+
+
+def _note_text(value, decimals):
+    return _html.escape(value) if isinstance(value, str) else f"{float(value):.{decimals}f}"
+
+
+def weights_table_html(weights, query_labels, key_labels, title="", masked=None, row_notes=None,
+                       decimals=3, cell_width=46, font_size=12, colour_bar=True):
+    """Attention weights as an HTML heatmap: a table of cividis-coloured cells.
+
+    weights: array (n_q, n_k) with entries in [0, 1]; rows are queries,
+        columns are keys. The colour of a cell is cividis at the weight, on
+        the fixed range 0 to 1, like :func:`weights_heatmap`.
+    query_labels, key_labels: n_q and n_k labels.
+    title: a line above the table.
+    masked: optional boolean array (n_q, n_k), True where a key is masked
+        for that query; such cells are striped grey, not coloured.
+    row_notes: optional {column heading: n_q values} shown right of the
+        table (numbers printed with ``decimals``, strings as they are).
+    decimals: decimals of the weights. cell_width (px), font_size (px).
+    colour_bar: add a 0-to-1 colour key under the table.
+
+    Returns a string of HTML (for an ``ipywidgets.HTML`` or ``IPython.display.HTML``).
+    Raises ValueError on mismatched shapes or labels.
+    """
+    w, query_labels, key_labels = _labelled_weights(weights, query_labels, key_labels)
+    hide = np.zeros(w.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    if hide.shape != w.shape:
+        raise ValueError(f"masked must have the shape of weights {w.shape}; got {hide.shape}")
+    notes = dict(row_notes or {})
+    for heading, values in notes.items():
+        if len(values) != w.shape[0]:
+            raise ValueError(f"row_notes[{heading!r}] needs {w.shape[0]} values, one per query; got {len(values)}")
+    esc = _html.escape
+    cell = f"width:{cell_width}px;height:{round(font_size * 1.9)}px;text-align:center;padding:0;border:1px solid #fff"
+    head = "padding:0 5px;font-weight:normal;color:#444"
+    rows = [f"<tr><th style='{head};text-align:right;font-style:italic'>query \\ key</th>"
+            + "".join(f"<th style='{head}'>{esc(str(k))}</th>" for k in key_labels)
+            + "".join(f"<th style='{head};padding-left:10px'>{esc(h)}</th>" for h in notes) + "</tr>"]
+    for i, q in enumerate(query_labels):
+        tds = []
+        for j in range(w.shape[1]):
+            text = f"{w[i, j]:.{decimals}f}"
+            if hide[i, j]:
+                tds.append(f"<td style='{cell};{_MASKED_CELL}' title='masked'>{text}</td>")
+            else:
+                tds.append(f"<td style='{cell};background:{_cell_colour(w[i, j])};color:{_text_colour(w[i, j])}'>{text}</td>")
+        extra = "".join(f"<td style='padding:0 5px 0 10px;text-align:right'>{_note_text(v[i], decimals)}</td>"
+                        for v in notes.values())
+        rows.append(f"<tr><th style='{head};text-align:right'>{esc(str(q))}</th>{''.join(tds)}{extra}</tr>")
+    parts = [f"<div style='font-family:sans-serif;font-size:{font_size}px;line-height:1.2'>"]
+    if title:
+        parts.append(f"<div style='font-weight:bold;margin:2px 0 4px 0'>{esc(title)}</div>")
+    parts.append(f"<table style='border-collapse:collapse;font-variant-numeric:tabular-nums'>{''.join(rows)}</table>")
+    if colour_bar:
+        stops = ",".join(_CIVIDIS_HEX[::32] + [_CIVIDIS_HEX[-1]])
+        key = "" if masked is None else (f"<span style='display:inline-block;width:14px;height:10px;margin-left:14px;"
+                                         f"{_MASKED_CELL}'></span> masked (weight exactly 0)")
+        parts.append(f"<div style='margin-top:4px;color:#444'>0 <span style='display:inline-block;width:120px;height:10px;"
+                     f"background:linear-gradient(to right,{stops})'></span> 1 attention weight{key}</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def html_grid(pieces, columns, gap=14):
+    """Lay HTML pieces (e.g. one heatmap per head) out in a grid, ``columns`` to a row."""
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"columns must be a positive whole number; got {columns!r}")
+    cells = "".join(f"<div>{p}</div>" for p in pieces)
+    return f"<div style='display:grid;grid-template-columns:repeat({columns},max-content);gap:{gap}px'>{cells}</div>"
+
+
+def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=4, decimals=2, suptitle=""):
+    """One small heatmap per head, side by side, sharing one colour bar.
+
+    weights: array (num_heads, n_q, n_k), e.g. the weights of
+        ``multi_head_attention``; queries on rows, keys on columns.
+    titles: optional num_heads titles (default 'head 1', 'head 2', ...).
+    columns: heatmaps per row of the figure.
+
+    Returns the matplotlib Figure.
+    """
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 3:
+        raise ValueError(f"weights must have shape (num_heads, n_q, n_k); got {w.shape}")
+    h, n_q, n_k = w.shape
+    titles = list(titles) if titles is not None else [f"head {i + 1}" for i in range(h)]
+    if len(titles) != h:
+        raise ValueError(f"need one title per head ({h}); got {len(titles)}")
+    cols = min(columns, h)
+    rows = -(-h // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(1.4 + 0.5 * n_k * cols, 1.0 + 0.6 * n_q * rows),
+                             layout="constrained", squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        if k >= h:
+            ax.axis("off")
+            continue
+        image = ax.imshow(w[k], cmap=CMAP, vmin=0.0, vmax=1.0)
+        for (i, j), value in np.ndenumerate(w[k]):
+            ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=7, color=_text_colour(value))
+        ax.set_xticks(range(n_k), labels=list(key_labels) if k + cols >= h else [],
+                      rotation=90, fontsize=8)
+        ax.set_yticks(range(n_q), labels=list(query_labels) if k % cols == 0 else [], fontsize=8)
+        ax.set_title(titles[k], fontsize=9)
+    fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
+    fig.supxlabel("key (attended to)", fontsize=9)
+    fig.supylabel("query (attending)", fontsize=9)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=False, reference=None):
+    """Plot one or more curves against the same x, with an optional reference line.
+
+    x: 1-D array. series: {label: 1-D array of len(x)}, drawn with markers.
+    reference: optional (label, 1-D array), drawn as a dashed grey line
+        (e.g. a prediction the measurements should follow).
+    logx, logy: logarithmic axes (base 2 for x, base 10 for y).
+
+    Returns the matplotlib Figure.
+    """
+    x = np.asarray(x, dtype=float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
+    else:
+        fig = ax.figure
+    lines = list(series.items()) + ([reference] if reference is not None else [])
+    for k, (label, y) in enumerate(lines):
+        y = np.asarray(y, dtype=float)
+        if y.shape != x.shape:
+            raise ValueError(f"the line {label!r} must have the shape of x {x.shape}; got {y.shape}")
+        if k == len(series):
+            ax.plot(x, y, "--", color="0.45", lw=1.2, label=label)
+        else:
+            ax.plot(x, y, marker="o", ms=4, label=label)
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return fig

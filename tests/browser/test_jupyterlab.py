@@ -102,6 +102,9 @@ def what_the_learner_sees(page, name):
             f"{want_widgets} widget(s) expected but {drawn} drawn: the learner sees text such as "
             f"'VBox(children=...)' or nothing where the controls should be"
         )
+    broken = page.locator(".jp-OutputArea .explorer-error")  # an explorer's own error message
+    for i in range(broken.count()):
+        problems.append(f"an explorer shows an error instead of its picture: {broken.nth(i).inner_text()[:300]!r}")
     images = page.locator(".jp-OutputArea-output img")
     loaded = page.evaluate(
         "() => [...document.querySelectorAll('.jp-OutputArea-output img')].filter(i => i.complete && i.naturalWidth > 0).length"
@@ -124,6 +127,10 @@ def controls_of(view):
 
 
 def move(page, kind, control):
+    """Move one control as a learner would; False when it is a choice already made."""
+    if kind == "toggle" and control.evaluate(
+            "(el) => !!el.closest('.widget-toggle-buttons') && el.classList.contains('mod-active')"):
+        return False  # the option already chosen in a group: clicking it changes nothing
     if kind == "slider":
         readout = control.locator("xpath=ancestor::*[contains(@class,'widget-slider')][1]//*[contains(@class,'widget-readout')]")
         before = readout.first.inner_text() if readout.count() else None
@@ -142,6 +149,7 @@ def move(page, kind, control):
         control.select_option(other)
     else:
         control.click()
+    return True
 
 
 def test_lab_opens_on_start_here_without_news_popup(lab, page):
@@ -160,6 +168,13 @@ def test_lab_opens_on_start_here_without_news_popup(lab, page):
     page.screenshot(path=str(ARTIFACTS / "lab-start.png"))
 
 
+def describe(control):
+    """The words a learner sees on or beside a control."""
+    text = control.evaluate(
+        "(el) => (el.closest('.widget-inline-hbox, .widget-toggle-buttons, .widget-checkbox') || el).innerText")
+    return " ".join(text.split())[:60]
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_in_jupyterlab(lab, page, name):
     shot = ARTIFACTS / f"{Path(name).stem}.png"
@@ -172,15 +187,20 @@ def test_notebook_in_jupyterlab(lab, page, name):
             for kind, control in controls_of(view):
                 control.scroll_into_view_if_needed()
                 before = view.evaluate(PICTURE_JS)
-                move(page, kind, control)
+                if not move(page, kind, control):
+                    continue
                 try:
                     page.wait_for_function(
                         f"([el, before]) => ({PICTURE_JS})(el) !== before", arg=[view.element_handle(), before],
                         timeout=10_000,
                     )
                 except Exception:
-                    label = control.evaluate("(el) => (el.closest('.widget-inline-hbox, .widget-toggle-buttons, .widget-checkbox') || el).innerText")
-                    problems.append(f"widget {v + 1}: moving the {kind} {label.strip()[:60]!r} did not change its picture")
+                    problems.append(f"widget {v + 1}: moving the {kind} {describe(control)!r} did not change its picture")
+                broken = view.locator(".explorer-error")
+                if broken.count():
+                    problems.append(f"widget {v + 1}: after moving the {kind} {describe(control)!r} the explorer shows "
+                                    f"an error instead of its picture: {broken.first.inner_text()[:300]!r}")
+                    break
         problems += [p for p in what_the_learner_sees(page, name) if p not in problems]
     except Exception as exc:
         problems = [f"the run did not finish: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"]

@@ -1,0 +1,431 @@
+"""Explorers: widgets that recompute attention as you move a control.
+
+Each explorer comes in two parts:
+
+- a pure function of the control values (``dk_state``, ``mask_state``,
+  ``heads_state``) that returns a small frozen record of every number the
+  picture shows. Notebooks print from it; tests call it directly.
+- a widget (``dk_explorer()``, ``mask_explorer()``, ``heads_explorer()``):
+  one ``ipywidgets.VBox`` holding the controls and the picture. Its current
+  record is ``.state`` (None after a failed update, whose message is then
+  in ``.error``), its controls are ``.controls`` by name, and its picture
+  is the HTML widget ``.picture``.
+
+The picture is an HTML heatmap (``plots.weights_table_html``) rather than a
+matplotlib figure: each change replaces the HTML of one widget of fixed
+height, so the page neither flickers nor jumps, nothing piles up, and an
+update costs about a millisecond instead of the 50-100 ms of drawing a PNG.
+An exception inside an update is caught and shown in the picture's place.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import numbers
+from dataclasses import dataclass
+
+import ipywidgets as widgets
+import numpy as np
+import traitlets
+
+from helpers.attention import (
+    attention_entropy,
+    causal_mask,
+    multi_head_attention,
+    scaled_dot_product_attention,
+)
+from helpers.examples import load_example
+from helpers.plots import html_grid, weights_table_html
+from helpers.saturation import jacobian_size, random_queries_keys
+
+__all__ = [
+    "DkState", "dk_state", "dk_explorer", "DK_CHOICES",
+    "MaskState", "mask_state", "mask_explorer",
+    "HeadsState", "heads_state", "heads_explorer", "random_model", "HEADS_CHOICES",
+    "Explorer",
+]
+
+
+# --------------------------------------------------------------------------
+# The widget shell shared by the three explorers
+# --------------------------------------------------------------------------
+
+class Explorer(widgets.VBox):
+    """Controls above a picture of fixed height, redrawn whenever a control's value changes.
+
+    compute: function of the controls' values (as keyword arguments) that
+        returns a state record with a ``messages`` attribute.
+    draw: function of that state returning the picture's HTML.
+    controls: {name: widget}; each name is a keyword of ``compute``.
+    layout_rows: lists of control widgets, one list per row of controls.
+    height: CSS height of the picture, big enough for its largest setting.
+    """
+
+    def __init__(self, compute, draw, controls, layout_rows, height):
+        self.compute, self.draw, self.controls = compute, draw, dict(controls)
+        self.state, self.error = None, None
+        self.picture = widgets.HTML(layout=widgets.Layout(height=height, overflow="auto"))
+        super().__init__([widgets.HBox(row) for row in layout_rows] + [self.picture])
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+        self.update()
+
+    def _changed(self, change):
+        self.update()
+
+    def update(self):
+        """Recompute from the current control values and redraw; show any error in the picture."""
+        try:
+            state = self.compute(**{name: c.value for name, c in self.controls.items()})
+            picture = self.draw(state) + _messages_html(state.messages)
+        except Exception as exc:  # shown to the learner, never lost in the log
+            self.state, self.error = None, f"{type(exc).__name__}: {exc}"
+            self.picture.value = (
+                "<div class='explorer-error' style='font-family:sans-serif;border:2px solid #b00020;padding:8px;color:#b00020'>"
+                "<b>This setting could not be drawn.</b><br>"
+                f"{html.escape(self.error)}</div>"
+            )
+            return
+        self.state, self.error = state, None
+        self.picture.value = picture
+
+
+def _messages_html(messages):
+    return "".join(f"<p style='font-family:sans-serif;font-size:13px;margin:6px 0'>{html.escape(m)}</p>"
+                   for m in messages)
+
+
+def _whole(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number; got {value!r}")
+    return int(value)
+
+
+# --------------------------------------------------------------------------
+# d_k and scaling
+# --------------------------------------------------------------------------
+
+#: The key widths the d_k slider offers: 1 to 1024, roughly evenly on a log scale.
+DK_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+
+
+@dataclass(frozen=True)
+class DkState:
+    """What the d_k explorer shows for one setting.
+
+    scores: (n, n) raw dot products q . k; weights: (n, n) attention weights;
+    entropy: (n,) entropy of each row in nats (at most log n);
+    largest_weight: the largest weight in the matrix;
+    score_std: standard deviation of the scores the softmax receives
+        (after scaling, if on); gradient: mean size of the softmax Jacobian
+        over the rows (0 when the softmax is one-hot).
+    """
+
+    d_k: int
+    scaled: bool
+    scale: float
+    scores: np.ndarray
+    weights: np.ndarray
+    entropy: np.ndarray | None
+    largest_weight: float
+    score_std: float
+    gradient: float
+    max_entropy: float
+    messages: tuple
+
+
+def dk_state(d_k=64, scaled=True, n=6, seed=0):
+    """Attention weights of ``n`` random queries against ``n`` random keys of width ``d_k``.
+
+    Queries and keys have independent N(0, 1) entries (``random_queries_keys``),
+    so a raw score q . k has variance d_k; with ``scaled`` the scores are
+    divided by sqrt(d_k) (Vaswani et al. 2017, section 3.2.1), which brings
+    their variance back to 1 whatever d_k is.
+
+    Returns a :class:`DkState`. Raises ValueError unless d_k and n are
+    positive whole numbers and ``scaled`` is True or False.
+    """
+    d_k, n = _whole(d_k, "d_k"), _whole(n, "n")
+    if not isinstance(scaled, (bool, np.bool_)):
+        raise ValueError(f"scaled must be True or False; got {scaled!r}")
+    Q, K = random_queries_keys(d_k, n=n, seed=seed)
+    scale = 1.0 / np.sqrt(d_k) if scaled else 1.0
+    _, weights = scaled_dot_product_attention(Q, K, np.eye(n), scale=scale)
+    scores = Q @ K.T
+    entropy = attention_entropy(weights)
+    largest = float(weights.max())
+    gradient = float(jacobian_size(weights).mean())
+    how = f"divided by sqrt({d_k}) = {np.sqrt(d_k):.3g}" if scaled else "not divided"
+    messages = [
+        f"d_k = {d_k}, scores {how}: they spread with standard deviation {float(np.std(scores * scale)):.2f}. "
+        f"Largest weight {largest:.3f}; mean entropy {float(entropy.mean()):.3f} of at most "
+        f"log {n} = {np.log(n):.3f} nats; mean size of the softmax's gradient {gradient:.3f}."
+    ]
+    if largest > 0.99:
+        messages.append("The softmax has saturated: one key takes over 99% of a row, and the gradient through "
+                        "that row is close to zero, so training could hardly move these weights.")
+    return DkState(d_k=d_k, scaled=bool(scaled), scale=float(scale), scores=scores, weights=weights,
+                   entropy=entropy, largest_weight=largest, score_std=float(np.std(scores * scale)),
+                   gradient=gradient, max_entropy=float(np.log(n)), messages=tuple(messages))
+
+
+def _draw_dk(state):
+    n = state.weights.shape[0]
+    title = (f"{n} random queries x {n} random keys, d_k = {state.d_k}, "
+             + ("scaled by 1/sqrt(d_k)" if state.scaled else "unscaled"))
+    return weights_table_html(state.weights, [f"q{i + 1}" for i in range(n)], [f"k{j + 1}" for j in range(n)],
+                              title=title, row_notes={"entropy (nats)": state.entropy})
+
+
+def dk_explorer(d_k=64, scaled=True):
+    """Explore d_k and the 1/sqrt(d_k) scaling: six random queries against six random keys.
+
+    Controls: ``d_k`` (a slider over DK_CHOICES, 1 to 1024) and ``scaled``
+    (a checkbox: divide the scores by sqrt(d_k)). The picture shows the
+    weights, each row's entropy, the largest weight and the spread of the
+    scores. Returns an :class:`Explorer`; its ``.state`` is a :class:`DkState`.
+    """
+    if d_k not in DK_CHOICES:
+        raise ValueError(f"d_k must be one of the slider's values {list(DK_CHOICES)}; got {d_k!r}")
+    slider = widgets.SelectionSlider(options=DK_CHOICES, value=d_k, description="d_k",
+                                     layout=widgets.Layout(width="420px"))
+    box = widgets.Checkbox(value=bool(scaled), description="divide the scores by √d_k", indent=False)
+    return Explorer(lambda d_k, scaled: dk_state(d_k, scaled), _draw_dk,
+                    {"d_k": slider, "scaled": box}, [[slider, box]], height="330px")
+
+
+# --------------------------------------------------------------------------
+# Masks
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MaskState:
+    """What the mask explorer shows for one setting.
+
+    mask: (n, n) boolean, True = may attend; weights: (n, n); output: (n, d_v);
+    row_sums: (n,); entropy: (n,) in nats, or None when the mask is applied
+    after the softmax (those rows do not sum to 1, so they are not weights
+    and have no entropy); empty_rows: the positions of
+    queries left with no key to attend to (their weights and output are 0).
+    """
+
+    tokens: tuple
+    causal: bool
+    hidden: tuple
+    where: str
+    mask: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+    row_sums: np.ndarray
+    entropy: np.ndarray | None
+    empty_rows: tuple
+    messages: tuple
+
+
+def mask_state(causal=True, hidden=(), where="before", example="river_bank"):
+    """Attention weights of a worked example under a causal mask and hidden keys.
+
+    causal: apply the causal mask (query i sees keys 0..i).
+    hidden: positions of keys hidden from every query (a padding mask).
+    where: "before" applies the combined mask before the softmax, as
+        ``scaled_dot_product_attention`` does; "after" shows the bug of
+        zeroing masked weights after a softmax over every key.
+    example: the name of a worked example in data/ (default the river bank).
+
+    A query whose keys are all hidden gets all-zero weights and a zero
+    output (the documented behaviour of ``scaled_dot_product_attention``),
+    and a message says so. Returns a :class:`MaskState`. Raises ValueError
+    for a position outside the sentence or a ``where`` other than
+    "before"/"after".
+    """
+    ex = load_example(example)  # read afresh (60 microseconds), so an edited data file shows at once
+    n = len(ex.tokens)
+    hidden = tuple(hidden)
+    for j in hidden:
+        if isinstance(j, bool) or not isinstance(j, numbers.Integral) or not 0 <= j < n:
+            raise ValueError(f"hidden must hold key positions 0 to {n - 1} of {list(ex.tokens)}; got {j!r}")
+    hidden = tuple(sorted(set(int(j) for j in hidden)))
+    if where not in ("before", "after"):
+        raise ValueError(f"where must be 'before' or 'after' (the softmax); got {where!r}")
+    mask = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
+    mask[:, list(hidden)] = False
+    Q, K, V = ex.X @ ex.W_Q, ex.X @ ex.W_K, ex.X @ ex.W_V
+    if where == "before":
+        output, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
+    else:  # the bug: softmax over every key, then zero the masked weights
+        _, full = scaled_dot_product_attention(Q, K, V)
+        weights = np.where(mask, full, 0.0)
+        output = weights @ V
+    sums = weights.sum(axis=1)
+    empty = tuple(int(i) for i in np.flatnonzero(~mask.any(axis=1)))
+    names = [ex.tokens[i] for i in empty]
+    messages = []
+    if len(empty) == n:
+        messages.append("Every key is hidden from every query, so no query has anything to attend to. "
+                        "The helpers give such a row all-zero weights and a zero output: "
+                        "not NaN (what -inf everywhere gives a plain softmax) and not an even spread "
+                        "(what a large negative fill gives).")
+    elif empty:
+        messages.append(f"Nothing is left for {', '.join(repr(t) for t in names)} to attend to: "
+                        "its weights are all 0 and its output is the zero vector.")
+    live = [i for i in range(n) if i not in empty]
+    if where == "after" and not np.allclose(sums[live], 1.0):
+        messages.append("Mask applied after the softmax (the bug): rows sum to "
+                        + ", ".join(f"{s:.3f}" for s in sums[live])
+                        + " instead of 1, and each weight left was divided by a total that includes "
+                        "the hidden keys, so the hidden keys still shape it.")
+    elif where == "before" and live and (causal or hidden):
+        messages.append("Masked before the softmax: every row that has a key left sums to 1, because the "
+                        "softmax shares the hidden keys' weight out among the keys that remain.")
+    return MaskState(tokens=tuple(ex.tokens), causal=bool(causal), hidden=hidden, where=where, mask=mask,
+                     weights=weights, output=output, row_sums=sums,
+                     entropy=attention_entropy(weights) if where == "before" else None,
+                     empty_rows=empty, messages=tuple(messages))
+
+
+def _draw_mask(state):
+    title = ("causal mask" if state.causal else "no causal mask") + (
+        f", hidden keys: {', '.join(state.tokens[j] for j in state.hidden)}" if state.hidden else "") + (
+        ", masked AFTER the softmax (bug)" if state.where == "after" else "")
+    outputs = ["(" + ", ".join(f"{v:.3f}" for v in row) + ")" for row in state.output]
+    return weights_table_html(state.weights, state.tokens, state.tokens, title=title, masked=~state.mask,
+                              row_notes={"row sum": state.row_sums, "output": outputs})
+
+
+def mask_explorer(example="river_bank", causal=True):
+    """Explore masks on a worked example (default: "the river bank flooded").
+
+    Controls: ``causal`` (checkbox), ``hidden`` (one toggle button per key:
+    hide that key from every query, as a padding mask would) and ``where``
+    (apply the mask before the softmax, or after it, the bug). The picture
+    shows the weights with masked cells striped, each row's sum and each
+    query's output. Returns an :class:`Explorer`; ``.state`` is a :class:`MaskState`.
+    """
+    tokens = load_example(example).tokens
+    causal_box = widgets.Checkbox(value=bool(causal), description="causal mask", indent=False,
+                                  layout=widgets.Layout(width="130px"))
+    where = widgets.ToggleButtons(options=[("before the softmax", "before"), ("after the softmax (bug)", "after")],
+                                  value="before", description="mask applied", style={"button_width": "190px"})
+    buttons = [widgets.ToggleButton(value=False, description=f"hide '{t}'", tooltip=f"hide key {i}: {t}",
+                                    layout=widgets.Layout(width="auto")) for i, t in enumerate(tokens)]
+    hidden = _HiddenKeys(buttons)
+    return Explorer(lambda causal, hidden, where: mask_state(causal, hidden, where, example), _draw_mask,
+                    {"causal": causal_box, "hidden": hidden, "where": where},
+                    [[causal_box, where], [widgets.Label("keys to hide:")] + buttons], height="300px")
+
+
+class _HiddenKeys(traitlets.HasTraits):
+    """The key toggle buttons seen as one control: ``value`` is the tuple of positions whose button is down."""
+
+    value = traitlets.Tuple()
+
+    def __init__(self, buttons):
+        super().__init__()
+        self.buttons = buttons
+        for b in buttons:
+            b.observe(self._sync, names="value")
+
+    def _sync(self, change):
+        self.value = tuple(i for i, b in enumerate(self.buttons) if b.value)
+
+
+# --------------------------------------------------------------------------
+# Number of heads
+# --------------------------------------------------------------------------
+
+#: The explorer's model width and sentence. 24 divides into 1, 2, 3, 4, 6, 8,
+#: 12 and 24 heads; 24 heads of width 1 do not fit on a screen, so the
+#: explorer stops at 12.
+HEADS_D_MODEL = 24
+HEADS_TOKENS = ("the", "river", "bank", "flooded")
+HEADS_CHOICES = tuple(h for h in range(1, 13) if HEADS_D_MODEL % h == 0)
+
+
+@functools.lru_cache(maxsize=8)
+def random_model(d_model=HEADS_D_MODEL, n=len(HEADS_TOKENS), seed=0):
+    """A seeded random sentence and attention layer: X (n, d_model) and W_Q, W_K, W_V, W_O (d_model, d_model).
+
+    Entries of X are N(0, 1) and of W_V and W_O N(0, 1/d_model), so their
+    projected features have variance about 1. W_Q and W_K are drawn twice as
+    wide, N(0, 4/d_model), so that each head's scaled scores spread with a
+    standard deviation near 4 rather than 1: heads then range from sharp to
+    nearly even, as in a trained layer, instead of all being nearly even as
+    at initialisation. The arrays are read-only (they are cached).
+    """
+    d_model, n = _whole(d_model, "d_model"), _whole(n, "n")
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d_model))
+    mats = [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]
+    mats[0], mats[1] = 2 * mats[0], 2 * mats[1]  # W_Q, W_K
+    for a in [X] + mats:
+        a.setflags(write=False)
+    return (X, *mats)
+
+
+@dataclass(frozen=True)
+class HeadsState:
+    """What the heads explorer shows for one setting.
+
+    weights: (num_heads, n, n), one matrix per head; entropy: (num_heads, n)
+    in nats; head_entropy: (num_heads,) the mean over each head's rows;
+    output: (n, d_model) after the concatenation and W_O.
+    """
+
+    num_heads: int
+    d_model: int
+    d_k: int
+    tokens: tuple
+    weights: np.ndarray
+    entropy: np.ndarray | None
+    head_entropy: np.ndarray
+    output: np.ndarray
+    messages: tuple
+
+
+def heads_state(num_heads=8, d_model=HEADS_D_MODEL, tokens=HEADS_TOKENS, seed=0):
+    """Multi-head attention of a seeded random layer, split into ``num_heads`` heads.
+
+    The layer (``random_model``) stays the same whatever num_heads is: only
+    the split of its d_model projected features into heads of d_k =
+    d_model / num_heads changes. Returns a :class:`HeadsState`. Raises the
+    ValueError of ``multi_head_attention`` (listing the values that work)
+    when num_heads does not divide d_model.
+    """
+    tokens = tuple(tokens)
+    X, W_Q, W_K, W_V, W_O = random_model(d_model, len(tokens), seed)
+    output, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads=num_heads)
+    entropy = attention_entropy(weights)
+    d_k = d_model // num_heads
+    head_entropy = entropy.mean(axis=1)
+    messages = (
+        f"{num_heads} head{'s' if num_heads > 1 else ''} of d_k = {d_model} / {num_heads} = {d_k} features each, "
+        f"scores scaled by 1/sqrt({d_k}). Mean entropy per head (at most log {len(tokens)} = "
+        f"{np.log(len(tokens)):.3f} nats): " + ", ".join(f"{h:.2f}" for h in head_entropy) + ".",
+    )
+    return HeadsState(num_heads=int(num_heads), d_model=d_model, d_k=d_k, tokens=tokens, weights=weights,
+                      entropy=entropy, head_entropy=head_entropy, output=output, messages=messages)
+
+
+def _draw_heads(state):
+    tables = [weights_table_html(w, state.tokens, state.tokens, decimals=2, cell_width=34, font_size=11,
+                                 title=f"head {h + 1} · entropy {state.head_entropy[h]:.2f}", colour_bar=(h == 0))
+              for h, w in enumerate(state.weights)]
+    return html_grid(tables, columns=min(state.num_heads, 4))
+
+
+def heads_explorer(num_heads=8):
+    """Explore the number of heads at a fixed d_model = 24: one small heatmap per head.
+
+    Control: ``num_heads`` (toggle buttons, every divisor of 24 up to 12).
+    The grid of heatmaps is rebuilt when the number of heads changes.
+    Returns an :class:`Explorer`; ``.state`` is a :class:`HeadsState`.
+    """
+    if num_heads not in HEADS_CHOICES:
+        raise ValueError(f"num_heads must be one of {list(HEADS_CHOICES)} (divisors of d_model = {HEADS_D_MODEL}); "
+                         f"got {num_heads!r}")
+    buttons = widgets.ToggleButtons(options=[(str(h), h) for h in HEADS_CHOICES], value=num_heads,
+                                    description="num_heads", style={"button_width": "42px"})
+    return Explorer(lambda num_heads: heads_state(num_heads), _draw_heads, {"num_heads": buttons},
+                    [[buttons, widgets.Label(f"d_model = {HEADS_D_MODEL}, d_k = d_model / num_heads")]],
+                    height="560px")

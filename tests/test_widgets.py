@@ -1,0 +1,310 @@
+"""The three explorers, driven as a learner drives them: by setting each control's value.
+
+Expected values come from the mathematics, computed here with plain loops
+or from the sources' published numbers, never from the explorer itself.
+"""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import helpers.widgets as W
+from helpers.attention import causal_mask
+from helpers.examples import load_example, matches
+from helpers.saturation import random_queries_keys
+
+
+def loop_softmax(row):
+    m = max(row)
+    e = [math.exp(x - m) for x in row]
+    return [x / sum(e) for x in e]
+
+
+def shows_a_picture(explorer):
+    """The explorer drew a heatmap (a table) and holds a state, not an error."""
+    return explorer.error is None and explorer.state is not None and "<table" in explorer.picture.value
+
+
+# ---------------------------------------------------------------- d_k explorer
+
+def test_dk_weights_are_the_softmax_of_the_scaled_random_scores():
+    state = W.dk_state(16, scaled=True)
+    Q, K = random_queries_keys(16, n=6, seed=0)
+    for i in range(6):
+        scores = [sum(Q[i, t] * K[j, t] for t in range(16)) / 4.0 for j in range(6)]  # sqrt(16) = 4
+        assert np.allclose(state.weights[i], loop_softmax(scores))
+
+
+def test_dk_switching_scaling_off_at_64_raises_the_largest_weight():
+    ex = W.dk_explorer()
+    ex.controls["d_k"].value = 64
+    ex.controls["scaled"].value = True
+    scaled = ex.state
+    ex.controls["scaled"].value = False
+    unscaled = ex.state
+    # Unscaled scores are the scaled ones times sqrt(64) = 8: a sharper softmax
+    # in every row, so a larger largest weight and a smaller entropy.
+    assert unscaled.largest_weight > scaled.largest_weight
+    assert (unscaled.weights.max(axis=1) > scaled.weights.max(axis=1)).all()
+    assert (unscaled.entropy < scaled.entropy).all()
+    assert np.allclose(unscaled.scores, scaled.scores)
+    assert f"{unscaled.largest_weight:.3f}" in ex.picture.value
+
+
+def test_dk_scaled_scores_keep_their_spread_unscaled_ones_grow():
+    # Var(q . k) = d_k for N(0, 1) entries; divided by sqrt(d_k) it is 1.
+    # With 36 scores the sample std is noisy, so compare ends of the range.
+    small, large = W.dk_state(4, scaled=False), W.dk_state(1024, scaled=False)
+    assert large.score_std > 8 * small.score_std
+    assert 0.4 < W.dk_state(1024, scaled=True).score_std < 2.0
+
+
+def test_dk_at_one_scaling_changes_nothing():
+    # sqrt(1) = 1: dividing by it is no change.
+    assert np.array_equal(W.dk_state(1, True).weights, W.dk_state(1, False).weights)
+
+
+def test_dk_every_setting_draws_and_rows_sum_to_one():
+    ex = W.dk_explorer()
+    for scaled in (False, True):
+        ex.controls["scaled"].value = scaled
+        for d_k in W.DK_CHOICES[::-1]:
+            ex.controls["d_k"].value = d_k
+            assert shows_a_picture(ex), (d_k, scaled, ex.error)
+            assert ex.state.d_k == d_k and ex.state.scaled == scaled  # not a stale state
+            assert np.allclose(ex.state.weights.sum(axis=1), 1.0)
+
+
+def test_dk_saturation_is_reported():
+    state = W.dk_state(1024, scaled=False)
+    assert state.largest_weight > 0.99
+    assert any("saturated" in m for m in state.messages)
+    assert state.gradient < 0.05  # a nearly one-hot softmax has a nearly zero Jacobian
+    assert not any("saturated" in m for m in W.dk_state(1024, scaled=True).messages)
+
+
+@pytest.mark.parametrize("bad, pattern", [
+    (dict(d_k=0), r"d_k must be a positive whole number; got 0"),
+    (dict(d_k=2.5), r"d_k must be a positive whole number; got 2.5"),
+    (dict(d_k=8, scaled="yes"), r"scaled must be True or False; got 'yes'"),
+])
+def test_dk_state_bad_input(bad, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        W.dk_state(**bad)
+
+
+# ---------------------------------------------------------------- mask explorer
+
+rb = load_example("river_bank")
+N = len(rb.tokens)
+
+
+def test_mask_causal_on_zeroes_everything_above_the_diagonal_and_rows_sum_to_one():
+    ex = W.mask_explorer(causal=False)
+    assert (ex.state.weights[np.triu_indices(N, 1)] > 0).all()  # no mask: every key gets some weight
+    ex.controls["causal"].value = True
+    w = ex.state.weights
+    assert (w[np.triu_indices(N, 1)] == 0.0).all()
+    assert np.allclose(w.sum(axis=1), 1.0)
+    assert w[0, 0] == 1.0  # 'the' sees only itself
+    assert ex.picture.value.count("title='masked'") == N * (N - 1) // 2
+
+
+def test_mask_causal_row_of_bank_is_the_published_one():
+    state = W.mask_state(causal=True)
+    bank = rb.index("bank")
+    assert matches(state.weights[bank, : bank + 1], rb.published["causal_weights_bank"]).all()
+    assert matches(state.output[bank], rb.published["causal_output_bank"]).all()
+
+
+def test_mask_hiding_a_key_redistributes_its_weight_in_proportion():
+    ex = W.mask_explorer(causal=False)
+    before = ex.state.weights.copy()
+    river = rb.index("river")
+    ex.controls["hidden"].buttons[river].value = True
+    after = ex.state.weights
+    assert (after[:, river] == 0.0).all()
+    assert np.allclose(after.sum(axis=1), 1.0)
+    keep = [j for j in range(N) if j != river]
+    # Every remaining weight grows by the same factor within a row: 1 / (1 - old weight of river).
+    assert np.allclose(after[:, keep], before[:, keep] / (1 - before[:, [river]]))
+
+
+def test_mask_hiding_every_key_gives_zero_weights_zero_output_and_a_message():
+    ex = W.mask_explorer()
+    for button in ex.controls["hidden"].buttons:
+        button.value = True
+    s = ex.state
+    assert s.hidden == tuple(range(N))
+    assert (s.weights == 0.0).all() and (s.output == 0.0).all()
+    assert not np.isnan(s.weights).any()
+    assert s.empty_rows == tuple(range(N))
+    assert any("Every key is hidden" in m for m in s.messages)
+    assert "Every key is hidden" in ex.picture.value and "<table" in ex.picture.value
+    ex.controls["where"].value = "after"  # the bug mode must cope as well
+    assert shows_a_picture(ex) and (ex.state.weights == 0.0).all()
+
+
+def test_mask_a_query_left_with_nothing_is_named():
+    ex = W.mask_explorer(causal=True)
+    ex.controls["hidden"].buttons[0].value = True  # hide 'the': the query 'the' sees nothing else
+    s = ex.state
+    assert s.empty_rows == (0,)
+    assert (s.weights[0] == 0).all() and (s.output[0] == 0).all()
+    assert np.allclose(s.weights[1:].sum(axis=1), 1.0)
+    assert any("Nothing is left for 'the'" in m for m in s.messages)
+
+
+def test_mask_after_the_softmax_leaves_rows_short_of_one():
+    ex = W.mask_explorer(causal=True)
+    ex.controls["where"].value = "after"
+    s = ex.state
+    full = W.mask_state(causal=False).weights  # the softmax over every key
+    # The bug keeps the unmasked entries of the full softmax as they are.
+    assert np.array_equal(s.weights, np.where(causal_mask(N), full, 0.0))
+    assert (s.row_sums[:-1] < 1 - 1e-3).all() and np.isclose(s.row_sums[-1], 1.0)
+    assert any("instead of 1" in m for m in s.messages)
+
+
+@given(causal=st.booleans(), hidden=st.sets(st.integers(0, N - 1)), where=st.sampled_from(["before", "after"]))
+@settings(max_examples=60, deadline=None)
+def test_mask_state_masked_keys_get_exactly_zero(causal, hidden, where):
+    s = W.mask_state(causal, tuple(hidden), where)
+    allowed = (causal_mask(N) if causal else np.ones((N, N), bool)).copy()
+    allowed[:, sorted(hidden)] = False
+    assert np.array_equal(s.mask, allowed)
+    assert (s.weights[~allowed] == 0.0).all()
+    has_key = allowed.any(axis=1)
+    if where == "before":
+        assert np.allclose(s.weights.sum(axis=1)[has_key], 1.0)
+    assert (s.weights[~has_key] == 0.0).all() and (s.output[~has_key] == 0.0).all()
+
+
+@pytest.mark.parametrize("bad, pattern", [
+    (dict(hidden=(4,)), r"hidden must hold key positions 0 to 3 of \['the', 'river', 'bank', 'flooded'\]; got 4"),
+    (dict(hidden=(-1,)), r"got -1"),
+    (dict(hidden=("river", 1)), r"got 'river'"),
+    (dict(where="during"), r"where must be 'before' or 'after' \(the softmax\); got 'during'"),
+    (dict(example="nowhere"), r"name must be one of the worked examples in data/"),
+])
+def test_mask_state_bad_input(bad, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        W.mask_state(**bad)
+
+
+# ---------------------------------------------------------------- heads explorer
+
+def loop_head_weights(num_heads, h):
+    """Weights of head h from the plain definition: slice the projections, scale by 1/sqrt(d_k)."""
+    X, W_Q, W_K, _, _ = W.random_model()
+    d_k = W.HEADS_D_MODEL // num_heads
+    cols = slice(h * d_k, (h + 1) * d_k)
+    Q, K = (X @ W_Q)[:, cols], (X @ W_K)[:, cols]
+    return np.array([loop_softmax([float(Q[i] @ K[j]) / math.sqrt(d_k) for j in range(len(X))])
+                     for i in range(len(X))])
+
+
+def test_heads_eight_heads_give_eight_weight_matrices():
+    ex = W.heads_explorer()
+    ex.controls["num_heads"].value = 8
+    s = ex.state
+    assert s.weights.shape == (8, 4, 4) and s.d_k == 3  # 24 / 8
+    for h in range(8):
+        assert np.allclose(s.weights[h], loop_head_weights(8, h))
+    assert len(re.findall(r"head \d+ ·", ex.picture.value)) == 8
+
+
+def test_heads_every_choice_rebuilds_the_grid():
+    ex = W.heads_explorer()
+    for h in W.HEADS_CHOICES[::-1] + W.HEADS_CHOICES:
+        ex.controls["num_heads"].value = h
+        assert shows_a_picture(ex)
+        assert ex.state.weights.shape[0] == h
+        assert len(re.findall(r"head \d+ ·", ex.picture.value)) == h
+        assert f"repeat({min(h, 4)}," in ex.picture.value
+        assert np.allclose(ex.state.weights.sum(axis=-1), 1.0)
+
+
+def test_heads_choices_are_the_divisors_of_d_model_that_fit():
+    assert W.HEADS_CHOICES == (1, 2, 3, 4, 6, 8, 12)
+    assert all(W.HEADS_D_MODEL % h == 0 for h in W.HEADS_CHOICES)
+
+
+def test_heads_state_refuses_a_number_that_does_not_divide():
+    with pytest.raises(ValueError, match=r"Values that work: \[1, 2, 3, 4, 6, 8, 12, 24\]"):
+        W.heads_state(5)
+
+
+# ---------------------------------------------------------------- all explorers
+
+EXTREMES = [
+    (W.dk_explorer, "d_k", W.DK_CHOICES[0]),
+    (W.dk_explorer, "d_k", W.DK_CHOICES[-1]),
+    (W.dk_explorer, "scaled", False),
+    (W.heads_explorer, "num_heads", W.HEADS_CHOICES[0]),
+    (W.heads_explorer, "num_heads", W.HEADS_CHOICES[-1]),
+    (W.mask_explorer, "causal", False),
+    (W.mask_explorer, "where", "after"),
+]
+
+
+@pytest.mark.parametrize("make, name, value", EXTREMES, ids=lambda x: getattr(x, "__name__", str(x)))
+def test_extreme_settings_draw_a_picture(make, name, value):
+    ex = make()
+    ex.controls[name].value = value
+    assert shows_a_picture(ex)
+
+
+@pytest.mark.parametrize("make", [W.dk_explorer, W.mask_explorer, W.heads_explorer])
+def test_redraw_in_place_one_picture_of_fixed_height(make):
+    ex = make()
+    children, picture = ex.children, ex.picture
+    for name, control in ex.controls.items():
+        options = getattr(control, "options", None)
+        if name == "hidden":
+            for b in control.buttons:
+                b.value = not b.value
+        elif options:
+            for option in options:
+                control.value = option[1] if isinstance(option, tuple) else option
+        else:
+            control.value = not control.value
+    assert ex.children == children and ex.picture is picture  # nothing added, nothing piled up
+    assert ex.picture.layout.height.endswith("px")
+    assert ex.picture.value.count("<table") == (ex.state.num_heads if make is W.heads_explorer else 1)
+
+
+@pytest.mark.parametrize("make, pure, name, value", [
+    (W.dk_explorer, "dk_state", "d_k", 8),
+    (W.mask_explorer, "mask_state", "causal", False),
+    (W.heads_explorer, "heads_state", "num_heads", 4),
+])
+def test_an_error_inside_an_update_is_shown_in_the_explorer(monkeypatch, make, pure, name, value):
+    ex = make()
+    good = ex.controls[name].value
+
+    def broken(*args, **kwargs):
+        raise ValueError("something went wrong inside the update")
+
+    monkeypatch.setattr(W, pure, broken)
+    ex.controls[name].value = value  # must not raise
+    assert ex.state is None
+    assert ex.error == "ValueError: something went wrong inside the update"
+    assert "something went wrong inside the update" in ex.picture.value
+    assert "<table" not in ex.picture.value  # the old picture is not left standing
+    monkeypatch.undo()
+    ex.controls[name].value = good
+    assert shows_a_picture(ex)
+
+
+@pytest.mark.parametrize("make, kwargs, pattern", [
+    (W.dk_explorer, dict(d_k=5), r"d_k must be one of the slider's values"),
+    (W.heads_explorer, dict(num_heads=24), r"num_heads must be one of \[1, 2, 3, 4, 6, 8, 12\]"),
+])
+def test_explorer_bad_start_values(make, kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        make(**kwargs)
