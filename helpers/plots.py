@@ -362,3 +362,123 @@ def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=Fa
     ax.set_title(title)
     ax.legend(fontsize=8)
     return fig
+
+
+# --------------------------------------------------------------------------
+# Figures of notebook 09 (a real trained model): grids of heads, panels of
+# heatmaps of different sizes, and one query's whole row for its explorer.
+# --------------------------------------------------------------------------
+
+__all__ += ["layer_head_grid", "heatmap_panels", "weights_row_html"]
+
+
+def layer_head_grid(values, title, vmax, colour_label, ax=None, decimals=2, vmin=0.0):
+    """One number per head of every layer as a grid: layers on the rows, heads on the columns.
+
+    values: array (num_layers, num_heads), e.g. each head's mean entropy or
+        its mean weight on [CLS]. Layers and heads are labelled from 0, as
+        numpy indexes them.
+    title: the axes title. vmin, vmax: the range of the cividis colours
+        (e.g. 0 to log n for entropy, 0 to 1 for weights).
+    colour_label: what the colour bar measures. decimals: of the numbers
+        written in the cells.
+
+    Returns the matplotlib Figure. Raises ValueError for values that are not
+    a non-empty matrix of finite numbers or a range with vmax <= vmin.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2 or v.size == 0 or not np.all(np.isfinite(v)):
+        raise ValueError(f"values must be a non-empty matrix (num_layers, num_heads) of finite numbers; got shape {v.shape}")
+    if not float(vmax) > float(vmin):
+        raise ValueError(f"vmax must be larger than vmin; got vmin {vmin!r}, vmax {vmax!r}")
+    layers, heads = v.shape
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(1.4 + 0.55 * heads, 0.9 + 0.42 * layers), layout="constrained")
+    else:
+        fig = ax.figure
+    image = ax.imshow(v, cmap=CMAP, vmin=vmin, vmax=vmax, aspect="auto")
+    for (i, j), value in np.ndenumerate(v):
+        ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=8,
+                color=_text_colour((value - vmin) / (vmax - vmin)))
+    ax.set_xticks(range(heads), labels=[str(h) for h in range(heads)])
+    ax.set_yticks(range(layers), labels=[str(layer) for layer in range(layers)])
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(image, ax=ax, label=colour_label, shrink=0.9)
+    return fig
+
+
+def heatmap_panels(panels, decimals=2, cell=0.34, suptitle=""):
+    """Several attention heatmaps of possibly different sizes in a grid, sharing one colour bar.
+
+    panels: a list of rows; each row a list of (weights, query_labels,
+        key_labels, title), weights of shape (n_q, n_k) with entries in [0, 1].
+        Rows are queries, columns are keys, each weight written in its cell,
+        cividis on the fixed range 0 to 1 (as :func:`weights_heatmap`).
+    decimals: of the weights written in the cells. cell: inches per cell.
+
+    Returns the matplotlib Figure. Raises ValueError as :func:`weights_heatmap`
+    does for weights or labels that do not fit, or for an empty grid.
+    """
+    rows = [list(row) for row in panels]
+    if not rows or not all(rows):
+        raise ValueError("panels must be a non-empty list of non-empty rows of (weights, query_labels, key_labels, title)")
+    checked = [[(*_labelled_weights(w, q, k), title) for w, q, k, title in row] for row in rows]
+    columns = max(len(row) for row in checked)
+    widths = [max(row[c][0].shape[1] for row in checked if c < len(row)) for c in range(columns)]
+    heights = [max(p[0].shape[0] for p in row) for row in checked]
+    label_room = 0.09 * max(len(str(label)) for row in checked for p in row for label in p[1])
+    fig = plt.figure(figsize=(1.6 + label_room * columns + cell * sum(widths),
+                              0.9 + 0.6 * len(rows) + cell * sum(heights) + (0.3 if suptitle else 0)),
+                     layout="constrained")
+    grid = fig.add_gridspec(len(rows), columns, width_ratios=widths, height_ratios=heights)
+    axes = []
+    for r, row in enumerate(checked):
+        for c, (w, query_labels, key_labels, title) in enumerate(row):
+            ax = fig.add_subplot(grid[r, c])
+            image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+            for (i, j), value in np.ndenumerate(w):
+                ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=6.5,
+                        color=_text_colour(value))
+            ax.set_xticks(range(w.shape[1]), labels=key_labels, rotation=90, fontsize=8)
+            ax.set_yticks(range(w.shape[0]), labels=query_labels, fontsize=8)
+            ax.set_title(title, fontsize=9)
+            axes.append(ax)
+    # A colour bar about 4 inches tall, however tall the grid.
+    fig.colorbar(image, ax=axes, label="attention weight", shrink=min(0.8, 4.0 / fig.get_figheight()))
+    fig.supxlabel("key (attended to)", fontsize=9)
+    fig.supylabel("query (attending)", fontsize=9)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=11)
+    return fig
+
+
+def weights_row_html(row, key_labels, title="", marked=None, decimals=3):
+    """One query's attention weights over every key as a strip of small boxes that wraps.
+
+    row: array (n_k,) of weights in [0, 1]; key_labels: n_k labels. Each
+    key is a box with its label above its weight, the weight's box coloured
+    cividis on the fixed range 0 to 1 (like :func:`weights_table_html`), so a
+    row of any length (up to the model's 512 tokens) fits the page width.
+    marked: optional position of a key to outline (e.g. the query itself).
+
+    Returns a string of HTML. Raises ValueError for a row that is not a
+    non-empty vector of weights, or labels that do not fit.
+    """
+    w = np.asarray(row, dtype=float)
+    if w.ndim != 1:
+        raise ValueError(f"row must be one row of weights, shape (n_k,); got shape {w.shape}")
+    w, _, key_labels = _labelled_weights(w[None, :], ["row"], key_labels)
+    esc = _html.escape
+    boxes = []
+    for j, (value, label) in enumerate(zip(w[0], key_labels)):
+        outline = "outline:2px solid #b00020;" if j == marked else ""
+        boxes.append(
+            f"<div style='display:inline-block;margin:0 2px 4px 0;text-align:center;vertical-align:top' title='key {j}: {esc(label)}'>"
+            f"<div style='font-size:11px;color:#444;max-width:70px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap'>{esc(label)}</div>"
+            f"<div style='{outline}min-width:40px;padding:2px 3px;font-size:11px;background:{_cell_colour(value)};"
+            f"color:{_text_colour(value)}'>{value:.{decimals}f}</div></div>")
+    head = f"<div style='font-weight:bold;margin:2px 0 4px 0'>{esc(title)}</div>" if title else ""
+    return (f"<div style='font-family:sans-serif;font-size:12px;line-height:1.2;font-variant-numeric:tabular-nums'>"
+            f"{head}<div>{''.join(boxes)}</div></div>")

@@ -91,11 +91,18 @@ OFFICIAL_SHA256 = {
 }
 
 
-class ModelNotInstalledError(ImportError):
+class _MessageOnly:
+    """In Jupyter (IPython), show the error's message alone: it already says what to run."""
+
+    def _render_traceback_(self):
+        return [f"{type(self).__name__}: {self}"]
+
+
+class ModelNotInstalledError(_MessageOnly, ImportError):
     """The package with the model files is not installed in this environment."""
 
 
-class ModelFileError(RuntimeError):
+class ModelFileError(_MessageOnly, RuntimeError):
     """A model file is missing or is not the official one (its SHA-256 differs)."""
 
 

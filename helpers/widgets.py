@@ -429,3 +429,239 @@ def heads_explorer(num_heads=8):
     return Explorer(lambda num_heads: heads_state(num_heads), _draw_heads, {"num_heads": buttons},
                     [[buttons, widgets.Label(f"d_model = {HEADS_D_MODEL}, d_k = d_model / num_heads")]],
                     height="560px")
+
+
+# --------------------------------------------------------------------------
+# A real trained model: all-MiniLM-L6-v2 (notebook 09)
+# --------------------------------------------------------------------------
+
+from collections import OrderedDict
+
+from helpers import real_model as _real_model
+from helpers.plots import weights_row_html
+
+__all__ += ["RealModelState", "real_model_state", "real_model_run", "real_model_explorer",
+            "REAL_SENTENCE", "REAL_MAX_DRAWN"]
+
+#: The explorer's starting sentence: source 003's river sentence.
+REAL_SENTENCE = "The bank by the river was steep."
+#: The heatmap draws at most this many tokens (a window around the chosen
+#: token); the chosen token's whole row is always shown.
+REAL_MAX_DRAWN = 40
+#: Forward passes kept, most recent first: at most this many sentences, and
+#: at most this many token pairs (n * n) in all; the latest is always kept.
+#: A 512-token sentence's weights take 6 * 12 * 512 * 512 * 8 bytes = 151 MB.
+_RUNS_KEPT, _RUNS_PAIRS = 8, 512 * 512
+_RUNS = OrderedDict()
+
+
+def real_model_run(text):
+    """``MiniLM.run(text)`` of all-MiniLM-L6-v2, remembered for the last few sentences.
+
+    Moving the explorer's layer, head or token therefore reruns nothing:
+    only a new sentence costs a forward pass (about 13 ms for 10 tokens,
+    1.5 s for 512). The arrays of the result are read-only, as they are
+    shared. Raises what ``load_minilm`` and ``MiniLM.run`` raise: the
+    install message when the model is missing, ValueError for a text that is
+    not a str, cannot be tokenized, or gives more than 512 tokens.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str; got {type(text).__name__}")
+    if text in _RUNS:
+        _RUNS.move_to_end(text, last=False)
+        return _RUNS[text]
+    out = _real_model.load_minilm().run(text)
+    for a in (out.ids, out.is_real, out.attention, out.hidden_states, out.embedding):
+        a.setflags(write=False)
+    _RUNS[text] = out
+    _RUNS.move_to_end(text, last=False)
+    while len(_RUNS) > 1 and (len(_RUNS) > _RUNS_KEPT or sum(len(o.tokens) ** 2 for o in _RUNS.values()) > _RUNS_PAIRS):
+        _RUNS.popitem(last=True)
+    return out
+
+
+@dataclass(frozen=True)
+class RealModelState:
+    """What the real-model explorer shows for one setting. Layers, heads and positions count from 0.
+
+    tokens: the n tokens the model sees, [CLS] first and [SEP] last.
+    layer, head: which head (0-5, 0-11); token: the chosen query's position.
+    weights: (n, n) that head's attention weights, queries on rows, keys on columns;
+    row: (n,) the chosen token's row, weights[token]; row_entropy: its entropy
+    in nats (at most log n); head_entropy: the mean entropy of the head's rows;
+    top_keys: up to five (position, token, weight), largest weight first;
+    shown: (start, stop), the positions drawn in the heatmap (all of them
+    up to REAL_MAX_DRAWN tokens, otherwise a window around the chosen token).
+    """
+
+    text: str
+    tokens: tuple
+    layer: int
+    head: int
+    token: int
+    weights: np.ndarray
+    row: np.ndarray
+    row_entropy: float
+    head_entropy: float
+    top_keys: tuple
+    shown: tuple
+    messages: tuple
+
+
+def _count_from_zero(value, name, size, what):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < size:
+        raise ValueError(f"{name} must be a whole number from 0 to {size - 1} ({what}, counted from 0); got {value!r}")
+    return int(value)
+
+
+def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
+    """One head of all-MiniLM-L6-v2 on ``text``, and the row of one token.
+
+    text: any str; the model sees its WordPiece tokens between [CLS] and
+        [SEP] (an empty box gives just those two, and a message says so).
+    layer: 0 to 5; head: 0 to 11 (counted from 0, as numpy indexes
+        ``MiniLMOutput.attention[layer, head]``).
+    token: the query's position, 0 to n - 1, or a token as text (its first
+        occurrence, e.g. "bank").
+
+    The forward pass is ``real_model_run`` (remembered per sentence).
+    Returns a :class:`RealModelState`. Raises ValueError for a text the
+    model cannot take (not a str, not tokenizable, more than 512 tokens:
+    the message says which) and for a layer, head or token out of range.
+    """
+    out = real_model_run(text)
+    model = _real_model.load_minilm()
+    layer = _count_from_zero(layer, "layer", model.num_layers, f"the model has {model.num_layers} layers")
+    head = _count_from_zero(head, "head", model.num_heads, f"each layer has {model.num_heads} heads")
+    tokens, n = tuple(out.tokens), len(out.tokens)
+    if isinstance(token, str):
+        if token not in tokens:
+            raise ValueError(f"token must be one of the sentence's tokens {list(tokens)} or a position; got {token!r}")
+        token = tokens.index(token)
+    token = _count_from_zero(token, "token", n, f"a position in the {n} tokens {list(tokens)}")
+    weights = out.attention[layer, head]
+    row = weights[token]
+    entropy = attention_entropy(weights)
+    order = np.argsort(-row, kind="stable")[:5]
+    top = tuple((int(j), tokens[j], float(row[j])) for j in order)
+    start = 0 if n <= REAL_MAX_DRAWN else min(max(token - REAL_MAX_DRAWN // 2, 0), n - REAL_MAX_DRAWN)
+    shown = (start, min(n, start + REAL_MAX_DRAWN))
+
+    name = f"'{tokens[token]}' (position {token})"
+    messages = [f"Layer {layer}, head {head}. The row of {name} puts most weight on "
+                + ", ".join(f"{t} {w:.3f}" for _, t, w in top[:3])
+                + f"; its entropy is {entropy[token]:.2f} nats of at most log {n} = {np.log(n):.2f}."]
+    if n == 2:
+        messages.append("The box holds no word the model can read (it is empty, or only spaces or invisible "
+                        "characters), so the model sees just [CLS] and [SEP]. Type a sentence and press Enter.")
+    if n > REAL_MAX_DRAWN:
+        messages.append(f"The text has {n} tokens: the heatmap shows positions {shown[0]} to {shown[1] - 1}, around "
+                        f"{name}, so its rows sum to less than 1 where weight falls outside them. The row above "
+                        "is complete.")
+    if "[UNK]" in tokens:
+        messages.append("[UNK] marks characters the model's vocabulary does not have (an emoji, many scripts): "
+                        "the model sees one 'unknown' token in their place.")
+    if any(t.startswith("##") for t in tokens):
+        messages.append("Words the vocabulary does not hold are cut into pieces; a piece that continues a word "
+                        "starts with ##.")
+    specials = sorted({t for t in tokens[1:-1] if t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]")})
+    if specials:
+        messages.append(f"The text itself contains {', '.join(specials)}: the tokenizer reads these as the model's own "
+                        "markers, not as words.")
+    return RealModelState(text=text, tokens=tokens, layer=layer, head=head, token=token, weights=weights, row=row,
+                          row_entropy=float(entropy[token]), head_entropy=float(entropy.mean()), top_keys=top,
+                          shown=shown, messages=tuple(messages))
+
+
+def _draw_real(state):
+    a, b = state.shown
+    i = state.token
+    strip = weights_row_html(state.row, state.tokens, marked=i,
+                             title=f"The row of '{state.tokens[i]}' (position {i}): its weight on every key")
+    queries = [("▸\u00a0" if q == i else "") + t for q, t in enumerate(state.tokens)]  # no break after ▸
+    small = (b - a) > 12
+    where = "" if (a, b) == (0, len(state.tokens)) else f", positions {a} to {b - 1} of {len(state.tokens)}"
+    table = weights_table_html(state.weights[a:b, a:b], queries[a:b], state.tokens[a:b],
+                               title=f"Layer {state.layer}, head {state.head}: every query's weights{where} "
+                                     f"(mean entropy {state.head_entropy:.2f} nats)",
+                               decimals=2 if small else 3, cell_width=34 if small else 46,
+                               font_size=11 if small else 12)
+    return strip + "<div style='height:10px'></div>" + table
+
+
+class _RealModelExplorer(Explorer):
+    """The Explorer with a sentence box: a new sentence rebuilds the token dropdown before one redraw."""
+
+    _rebuilding = False
+
+    def _changed(self, change):
+        if self._rebuilding:
+            return  # the dropdown is being rebuilt; one redraw follows
+        if change["owner"] is self.controls["text"]:
+            self._new_sentence(change["new"])
+        self.update()
+
+    def _new_sentence(self, text):
+        dropdown = self.controls["token"]
+        old = dict((v, label.split(": ", 1)[1]) for label, v in dropdown.options).get(dropdown.value)
+        try:
+            tokens, _ = _real_model.load_minilm().tokenize(text)
+            if len(tokens) > 100 and text not in _RUNS:
+                self.picture.value = (f"<p style='font-family:sans-serif'>Running the model on {len(tokens)} tokens "
+                                      "(about a second for a few hundred)...</p>")
+            tokens = real_model_run(text).tokens
+        except Exception:
+            dropdown.disabled = True  # the update that follows shows why
+            return
+        position = dropdown.value
+        if position < len(tokens) and tokens[position] == old:
+            choice = position
+        elif old in tokens:
+            choice = tokens.index(old)
+        else:
+            choice = 1 if len(tokens) > 2 else 0
+        self._rebuilding = True
+        try:
+            with dropdown.hold_sync():
+                dropdown.options = _token_options(tokens)
+                dropdown.value = choice
+                dropdown.disabled = False
+        finally:
+            self._rebuilding = False
+
+
+def _token_options(tokens):
+    return [(f"{i}: {t}", i) for i, t in enumerate(tokens)]
+
+
+def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
+    """Explore the heads of all-MiniLM-L6-v2 on a sentence you type.
+
+    Controls: ``text`` (a box: type a sentence and press Enter; the model
+    runs once per new sentence), ``layer`` (slider 0-5), ``head`` (slider
+    0-11) and ``token`` (a dropdown of the sentence's tokens, rebuilt for
+    each new sentence, keeping the same token where it can). The picture
+    shows the chosen token's whole row, then the head's heatmap (at most
+    REAL_MAX_DRAWN tokens, a window around the chosen one). A text the model
+    cannot take (over 512 tokens, unreadable) gives a message in the picture.
+
+    Returns an :class:`Explorer`; ``.state`` is a :class:`RealModelState`.
+    Raises the install message when the model is missing, and ValueError for
+    bad starting values (as :func:`real_model_state`).
+    """
+    start = real_model_state(text, layer, head, token)
+    model = _real_model.load_minilm()
+    box = widgets.Text(value=text, description="sentence", continuous_update=False,
+                       placeholder="type a sentence and press Enter", layout=widgets.Layout(width="560px"))
+    layer_slider = widgets.IntSlider(value=start.layer, min=0, max=model.num_layers - 1, description="layer",
+                                     layout=widgets.Layout(width="300px"))
+    head_slider = widgets.IntSlider(value=start.head, min=0, max=model.num_heads - 1, description="head",
+                                    layout=widgets.Layout(width="360px"))
+    dropdown = widgets.Dropdown(options=_token_options(start.tokens), value=start.token, description="token",
+                                layout=widgets.Layout(width="220px"))
+    return _RealModelExplorer(
+        real_model_state, _draw_real,
+        {"text": box, "layer": layer_slider, "head": head_slider, "token": dropdown},
+        [[box, widgets.Label("press Enter to run the model")], [layer_slider, head_slider, dropdown],
+         [widgets.Label("layers and heads are counted from 0")]],
+        height="600px")

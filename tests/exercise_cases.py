@@ -81,6 +81,8 @@ e = np.exp(s - s.max(axis=1, keepdims=True))
 w = e / e.sum(axis=1, keepdims=True)"""
 _THREE = """Q = X3 @ W_Q3
 K = X3 @ W_K3"""
+_FOLDED = """Q = X1 @ W_Q1
+K = X1 @ W_K1"""
 
 CASES = {
     "01_river_bank.ipynb": {
@@ -216,6 +218,50 @@ CASES = {
             ("chose_c", "answer = 'c'"),
             ("not_a_choice", "answer = 'd'"),
             ("not_a_choice", "answer = 1"),
+        ],
+    },
+    "09_real_model.ipynb": {
+        "ex_row": [
+            (None, "s = scores_bank / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
+            (None, "answer = river.attention[second_layer, second_head, bank_r]"),   # the model's own row
+            ("not_attempted", "answer = ..."),
+            ("no_scaling", "answer = np.exp(scores_bank) / np.exp(scores_bank).sum()"),
+            ("sqrt_d_model", "s = scores_bank / np.sqrt(d_model)\nanswer = np.exp(s) / np.exp(s).sum()"),
+            ("divided_by_d_k", "s = scores_bank / d_k\nanswer = np.exp(s) / np.exp(s).sum()"),
+            ("multiplied_by_sqrt", "s = scores_bank * np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
+            ("scaled_after_softmax",
+             "w = np.exp(scores_bank) / np.exp(scores_bank).sum()\nanswer = w / np.sqrt(d_k)"),
+            ("exp_not_normalised", "answer = np.exp(scores_bank / np.sqrt(d_k))", "do not sum to 1"),
+            ("no_exp", "s = scores_bank / np.sqrt(d_k)\nanswer = s / s.sum()"),
+            ("sum_not_one", "s = scores_bank / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).max()"),
+            ("shape", "s = scores_bank / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).reshape(10, 1)",
+             "shape (10,)"),
+            ("nan_inf", "s = scores_bank * 1000\nanswer = np.exp(s) / np.exp(s).sum()", "NaN"),
+        ],
+        "ex_head": [
+            (None, _FOLDED + "\ns = Q @ K.T / np.sqrt(K.shape[-1])\ne = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+             "answer = e / e.sum(axis=-1, keepdims=True)"),
+            (None, "answer = river.attention[best_layer, best_head]"),         # the model's own weights
+            ("not_attempted", "answer = ..."),
+            ("no_scaling", _FOLDED + "\ne = np.exp(Q @ K.T)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("sqrt_d_model",
+             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(X1.shape[1]))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("divided_by_d_k", _FOLDED + "\ne = np.exp(Q @ K.T / 32)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("wrong_axis", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=0, keepdims=True)"),
+            ("transposed_scores",
+             _FOLDED + "\ne = np.exp(K @ Q.T / np.sqrt(32))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("transposed",
+             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True)).T"),
+            ("exp_not_normalised", _FOLDED + "\nanswer = np.exp(Q @ K.T / np.sqrt(32))"),
+            ("keepdims_forgotten", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=1)"),
+            ("whole_matrix_normalised", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum()"),
+            ("sum_not_one", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.max(axis=1, keepdims=True)"),
+            ("shape",
+             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True))[bank_r]",
+             "(10, 10)"),
+            ("nan_inf", _FOLDED + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
+            ("different", "K = X1[:, :-1] @ W_K1[:-1]\nQ = X1[:, :-1] @ W_Q1[:-1]\n"    # the biases left out
+             "e = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=1, keepdims=True)"),
         ],
     },
 }

@@ -2,7 +2,7 @@
 
 Usage: python tools/bench_explorers.py [--changes N]     (the Makefile's bench target)
 
-It starts an ipykernel, builds the three explorers in it, and then acts as
+It starts an ipykernel, builds the four explorers in it, and then acts as
 the browser would: for each change it sends the kernel the widget message a
 moved control sends (a comm "update" of the control's value or index) and
 waits for the message that carries the explorer's new picture back (a comm
@@ -14,6 +14,11 @@ it. What this leaves out is the browser putting the HTML on the page
 It prints the median and 95th percentile per explorer over N changes
 (default 40, at least 20) after a few untimed warm-up changes, and fails if
 a picture does not arrive, does not change, or reports an error.
+
+The real-model explorer (notebook 09) is timed twice: moving its layer and
+head sliders and its token dropdown (the forward pass is remembered, so
+nothing is rerun), and typing a new sentence (a comm update of the text
+box), which runs the model once: sentences of 9 to 11 tokens, each new.
 """
 
 import argparse
@@ -30,8 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SETUP = r"""
 import json
-from helpers.widgets import dk_explorer, mask_explorer, heads_explorer
-explorers = {"d_k": dk_explorer(), "mask": mask_explorer(), "heads": heads_explorer()}
+import ipywidgets
+from helpers.widgets import dk_explorer, mask_explorer, heads_explorer, real_model_explorer
+explorers = {"d_k": dk_explorer(), "mask": mask_explorer(), "heads": heads_explorer(), "real model": real_model_explorer()}
+explorers["new sentence"] = explorers["real model"]
 ids = {}
 for name, ex in explorers.items():
     controls = {}
@@ -39,8 +46,15 @@ for name, ex in explorers.items():
         if key == "hidden":
             for i, b in enumerate(c.buttons):
                 controls[f"hide{i}"] = [b.model_id, "value", None, b.value]
+        elif isinstance(c, ipywidgets.Text):
+            if name == "new sentence":
+                controls[key] = [c.model_id, "text", None, c.value]
+        elif name == "new sentence":
+            continue
         elif hasattr(c, "options"):
             controls[key] = [c.model_id, "index", len(c.options), c.index]
+        elif isinstance(c, ipywidgets.IntSlider):
+            controls[key] = [c.model_id, "value", [c.min, c.max], c.value]
         else:
             controls[key] = [c.model_id, "value", None, c.value]
     ids[name] = {"picture": ex.picture.model_id, "controls": controls}
@@ -52,10 +66,20 @@ print(json.dumps({name: ex.error for name, ex in explorers.items()}))
 """
 
 
+#: New sentences for the real-model explorer, 9 to 11 tokens each, none seen before.
+SENTENCES = [f"The {a} by the {b} was {c}." for a in ("bank", "house", "road") for b in ("river", "lake", "hill")
+             for c in ("steep", "old", "quiet", "wide", "empty", "green")]
+SENTENCES.remove("The bank by the river was steep.")  # the explorer's start: not new
+
+
 def plan(controls, count):
-    """A learner's walk: each slider or button row to its end and back, each toggle flipped; repeated."""
+    """A learner's walk: each slider or button row to its end and back, each toggle flipped; repeated.
+
+    A text box gets a new sentence each time (SENTENCES, in order).
+    """
     current = {key: c[3] for key, c in controls.items()}
     steps = []
+    sentences = iter(SENTENCES)
     while len(steps) < count:
         for key, (model_id, trait, n_options, _) in controls.items():
             if trait == "index":
@@ -63,6 +87,14 @@ def plan(controls, count):
                     if i != current[key]:
                         steps.append((model_id, {"index": i}))
                         current[key] = i
+            elif trait == "text":
+                steps.append((model_id, {"value": next(sentences)}))
+            elif isinstance(n_options, list):  # an integer slider: to each end and back
+                low, high = n_options
+                for v in list(range(low, high + 1)) + list(range(high - 1, low - 1, -1)):
+                    if v != current[key]:
+                        steps.append((model_id, {"value": v}))
+                        current[key] = v
             else:
                 current[key] = not current[key]
                 steps.append((model_id, {"value": current[key]}))
@@ -127,7 +159,7 @@ def main(argv=None):
     kernel = Kernel()
     try:
         ids = json.loads(kernel.run(SETUP))
-        print(f"{'explorer':10} {'changes':>7} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
+        print(f"{'explorer':12} {'changes':>7} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
         results = {}
         for name, spec in ids.items():
             steps = plan(spec["controls"], args.changes + args.warmup)
@@ -142,7 +174,7 @@ def main(argv=None):
                 if k >= args.warmup:
                     times.append(seconds * 1000)
             results[name] = times
-            print(f"{name:10} {len(times):7d} {statistics.median(times):10.1f} {percentile(times, 95):8.1f} "
+            print(f"{name:12} {len(times):7d} {statistics.median(times):10.1f} {percentile(times, 95):8.1f} "
                   f"{max(times):8.1f}")
         errors = json.loads(kernel.run(CHECK))
         if any(errors.values()):

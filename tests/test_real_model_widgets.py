@@ -1,0 +1,336 @@
+"""The real-model explorer of notebook 09, driven as a learner drives it, and its figures.
+
+Expected values come from the model's own forward pass (``MiniLM.run``, itself
+checked against the reference implementation in test_real_model.py) or from
+the definition of attention written out with loops, never from the explorer.
+"""
+
+import math
+import re
+from collections import OrderedDict
+from types import SimpleNamespace
+
+import matplotlib
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import helpers.widgets as W
+from helpers import real_model
+from helpers.plots import heatmap_panels, layer_head_grid, weights_row_html
+from helpers.real_model import ModelFileError, ModelNotInstalledError, load_minilm
+
+RIVER = "The bank by the river was steep."
+INTEREST = "The bank raised its interest rate."
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_minilm()
+
+
+def shows_a_picture(explorer):
+    return explorer.error is None and explorer.state is not None and "<table" in explorer.picture.value
+
+
+def shows_a_message(explorer, *phrases):
+    """The explorer shows a readable message in its picture (and raised nothing)."""
+    return (explorer.state is None and "explorer-error" in explorer.picture.value
+            and all(p in explorer.picture.value for p in phrases))
+
+
+def option_labels(explorer):
+    return [label for label, _ in explorer.controls["token"].options]
+
+
+# ------------------------------------------------------------ the state function
+
+@pytest.mark.parametrize("layer, head, token", [(0, 4, 2), (0, 2, 5), (3, 11, 9), (5, 6, 0), (5, 11, 7)])
+def test_state_row_is_the_models_row(model, layer, head, token):
+    out = model.run(RIVER)
+    s = W.real_model_state(RIVER, layer, head, token)
+    assert s.tokens == tuple(out.tokens)
+    assert np.array_equal(s.weights, out.attention[layer, head])
+    assert np.array_equal(s.row, out.attention[layer, head, token])
+    assert np.allclose(s.weights.sum(axis=1), 1.0)
+    # the five largest, largest first
+    assert [j for j, _, _ in s.top_keys] == list(np.argsort(-s.row, kind="stable")[:5])
+    # entropy by its definition, -sum w log w
+    assert math.isclose(s.row_entropy, -sum(w * math.log(w) for w in s.row if w > 0), abs_tol=1e-12)
+
+
+def test_a_layer_0_row_from_the_definition_with_loops(model):
+    # q = x W_Q + b_Q and k = x W_K + b_K, head 4's 32 features; weights = softmax(q . k / sqrt(32)).
+    s = W.real_model_state(RIVER, 0, 4, "bank")
+    x = model.run(RIVER).hidden_states[0]
+    p, cols = model.layers[0], range(4 * 32, 5 * 32)
+    q = [sum(x[2, m] * p["W_Q"][m, c] for m in range(384)) + p["b_Q"][c] for c in cols]
+    scores = []
+    for j in range(len(x)):
+        k = [sum(x[j, m] * p["W_K"][m, c] for m in range(384)) + p["b_K"][c] for c in cols]
+        scores.append(sum(a * b for a, b in zip(q, k)) / math.sqrt(32))
+    top = max(scores)
+    e = [math.exp(v - top) for v in scores]
+    assert np.allclose(s.row, [v / sum(e) for v in e], atol=1e-9)
+    assert s.tokens[int(np.argmax(s.row))] == "river"
+
+
+def test_a_token_given_as_text_is_its_first_occurrence():
+    s = W.real_model_state(RIVER, 1, 1, "the")
+    assert s.token == 1 and s.tokens[1] == "the" and s.tokens[4] == "the"
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    (dict(layer=6), r"layer must be a whole number from 0 to 5 \(the model has 6 layers, counted from 0\); got 6"),
+    (dict(layer=True), r"layer must be a whole number from 0 to 5 .*; got True"),
+    (dict(head=12), r"head must be a whole number from 0 to 11 .*; got 12"),
+    (dict(head=-1), r"head must be a whole number from 0 to 11 .*; got -1"),
+    (dict(head=2.0), r"head must be a whole number .*; got 2.0"),
+    (dict(token=10), r"token must be a whole number from 0 to 9 \(a position in the 10 tokens \['\[CLS\]', 'the'"),
+    (dict(token="zebra"), r"token must be one of the sentence's tokens .*; got 'zebra'"),
+    (dict(text=3), r"text must be a str; got int"),
+    (dict(text=["The bank"]), r"text must be a str; got list"),
+    (dict(text="bank " * 600), r"602 tokens .* only 512 positions"),
+    (dict(text="\ud800"), r"text could not be tokenized"),
+])
+def test_state_bad_input_is_a_clear_value_error(kwargs, pattern):
+    args = dict(text=RIVER, layer=0, head=4, token=2) | kwargs
+    with pytest.raises(ValueError, match=pattern):
+        W.real_model_state(**args)
+
+
+# ------------------------------------------------------------ driving the explorer
+
+def test_starts_on_the_river_sentence_with_bank_chosen():
+    ex = W.real_model_explorer()
+    assert shows_a_picture(ex)
+    assert ex.state.tokens[ex.state.token] == "bank" and (ex.state.layer, ex.state.head) == (0, 4)
+    assert option_labels(ex)[:3] == ["0: [CLS]", "1: the", "2: bank"]
+    assert ex.controls["text"].continuous_update is False  # one run per Enter, not per key
+    assert "▸\u00a0bank" in ex.picture.value
+
+
+def test_typing_a_sentence_rebuilds_the_token_list_and_keeps_the_token(model):
+    ex = W.real_model_explorer()
+    ex.controls["text"].value = INTEREST
+    tokens = model.tokenize(INTEREST)[0]
+    assert option_labels(ex) == [f"{i}: {t}" for i, t in enumerate(tokens)]
+    assert ex.controls["token"].value == tokens.index("bank")  # the same token, still chosen
+    assert shows_a_picture(ex) and ex.state.tokens == tuple(tokens)
+    out = model.run(INTEREST)
+    for name, value in [("layer", 3), ("head", 11), ("token", 6), ("layer", 0), ("head", 4)]:
+        ex.controls[name].value = value
+        s = ex.state
+        assert np.array_equal(s.row, out.attention[s.layer, s.head, s.token]), (name, value)
+        assert np.allclose(s.weights.sum(axis=1), 1.0)
+    assert (ex.state.layer, ex.state.head, ex.state.token) == (0, 4, 6)
+
+
+def test_a_stale_token_choice_does_not_crash():
+    ex = W.real_model_explorer()
+    ex.controls["token"].value = 9                # [SEP] of the river sentence, the last position
+    ex.controls["text"].value = "steep"           # three tokens: position 9 no longer exists
+    assert shows_a_picture(ex)
+    assert ex.state.tokens == ("[CLS]", "steep", "[SEP]") and ex.state.tokens[ex.state.token] == "[SEP]"
+    ex.controls["token"].value = 1
+    ex.controls["text"].value = RIVER             # 'steep' is in it: kept, at its new place
+    assert ex.state.tokens[ex.state.token] == "steep" and ex.state.token == 7
+    ex.controls["text"].value = INTEREST          # no 'steep': the first word instead
+    assert ex.state.token == 1 and shows_a_picture(ex)
+
+
+def test_one_word():
+    ex = W.real_model_explorer()
+    ex.controls["text"].value = "bank"
+    assert shows_a_picture(ex)
+    assert ex.state.tokens == ("[CLS]", "bank", "[SEP]") and ex.state.token == 1
+    assert ex.state.weights.shape == (3, 3) and np.allclose(ex.state.weights.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", "\u200b", "\x00"])
+def test_an_empty_box_says_so(text):
+    ex = W.real_model_explorer()
+    ex.controls["text"].value = text
+    assert shows_a_picture(ex)  # [CLS] and [SEP]: what the model really sees
+    assert ex.state.tokens == ("[CLS]", "[SEP]")
+    assert any("Type a sentence and press Enter" in m for m in ex.state.messages)
+    assert "Type a sentence and press Enter" in ex.picture.value
+
+
+def test_past_512_tokens_a_message_not_a_traceback():
+    ex = W.real_model_explorer()
+    ex.controls["text"].value = "bank " * 600     # 602 tokens with [CLS] and [SEP]
+    assert shows_a_message(ex, "602 tokens", "512 positions")
+    assert ex.controls["token"].disabled
+    ex.controls["layer"].value = 2                # moving a control still raises nothing
+    assert shows_a_message(ex, "512 positions")
+    ex.controls["text"].value = RIVER             # and the explorer recovers
+    assert shows_a_picture(ex) and not ex.controls["token"].disabled
+    assert ex.state.layer == 2
+
+
+def test_exactly_512_tokens_draw_a_window_and_the_whole_row(model):
+    ex = W.real_model_explorer()
+    ex.controls["text"].value = "bank " * 510     # 512 tokens: the model's limit
+    s = ex.state
+    assert shows_a_picture(ex) and len(s.tokens) == 512
+    assert s.token == 2                           # 'bank' was at 2 and is at 2 again: kept
+    start, stop = s.shown
+    assert stop - start == W.REAL_MAX_DRAWN and start <= s.token < stop
+    table = ex.picture.value.split("<table", 1)[1]
+    assert table.count("<td style='width") == W.REAL_MAX_DRAWN ** 2
+    assert ex.picture.value.count("title='key ") == 512  # the row strip: every key
+    assert any("512 tokens" in m for m in s.messages)
+    ex.controls["token"].value = 511
+    assert ex.state.shown == (512 - W.REAL_MAX_DRAWN, 512)
+    assert np.isclose(ex.state.row.sum(), 1.0)
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("🙂 by the river", "[UNK] marks characters"),
+    ("Банк у реки", "a piece that continues a word starts with ##"),
+    ("the [PAD] bank [SEP]", "contains [PAD], [SEP]"),
+    ("e\u0301 ça", "Layer 0, head 4"),
+])
+def test_odd_text_is_drawn_and_explained(text, phrase):
+    ex = W.real_model_explorer()
+    ex.controls["text"].value = text
+    assert shows_a_picture(ex)
+    assert phrase in ex.picture.value
+
+
+def test_text_the_tokenizer_refuses_gives_a_message():
+    ex = W.real_model_explorer()
+    ex.controls["text"].value = "bank \ud800"    # a lone surrogate: not Unicode text
+    assert shows_a_message(ex, "could not be tokenized")
+
+
+EXPLORER = W.real_model_explorer()  # one explorer, as one learner types one thing after another
+
+
+@given(text=st.text(max_size=40))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_text_gives_a_picture_or_a_message_never_an_exception(text):
+    ex = EXPLORER
+    ex.controls["text"].value = text              # must not raise
+    if ex.state is None:
+        assert "explorer-error" in ex.picture.value
+    else:
+        assert ex.state.tokens[0] == "[CLS]" and ex.state.tokens[-1] == "[SEP]"
+        assert np.allclose(ex.state.weights.sum(axis=1), 1.0)
+        assert 0 <= ex.controls["token"].value < len(ex.state.tokens)
+
+
+def test_every_control_changes_the_picture():
+    # What the browser test checks in JupyterLab: each control, moved, redraws.
+    ex = W.real_model_explorer()
+    for name, value in [("layer", 1), ("head", 5), ("token", 0), ("text", INTEREST)]:
+        before = ex.picture.value
+        ex.controls[name].value = value
+        assert shows_a_picture(ex) and ex.picture.value != before, name
+
+
+def test_redraw_in_place_one_picture_of_fixed_height():
+    ex = W.real_model_explorer()
+    children, picture = ex.children, ex.picture
+    for value in range(6):
+        ex.controls["layer"].value = value
+    for value in range(12):
+        ex.controls["head"].value = value
+    ex.controls["text"].value = INTEREST
+    assert ex.children == children and ex.picture is picture
+    assert ex.picture.layout.height.endswith("px") and ex.picture.layout.overflow == "auto"
+    assert ex.picture.value.count("<table") == 1
+
+
+def test_moving_layer_head_or_token_does_not_rerun_the_model(monkeypatch):
+    ex = W.real_model_explorer()
+    runs = []
+    original = real_model.MiniLM.run
+    monkeypatch.setattr(real_model.MiniLM, "run", lambda self, *a, **k: runs.append(a) or original(self, *a, **k))
+    ex.controls["text"].value = "A sentence that nobody has typed before, about a bank."
+    assert len(runs) == 1
+    for name, values in [("layer", range(6)), ("head", range(12)), ("token", range(5))]:
+        for value in values:
+            ex.controls[name].value = value
+    assert len(runs) == 1 and shows_a_picture(ex)
+    ex.controls["text"].value = RIVER             # seen before: remembered
+    assert len(runs) == 1
+
+
+def test_remembered_runs_are_bounded(monkeypatch):
+    class Fake:
+        def run(self, text):
+            n = len(text)
+            return SimpleNamespace(tokens=["t"] * n, ids=np.zeros(n), is_real=np.ones(n, bool),
+                                   attention=np.zeros((1, 1, n, n)), hidden_states=np.zeros((2, n, 1)),
+                                   embedding=np.zeros(1))
+
+    monkeypatch.setattr(W, "_RUNS", OrderedDict())
+    monkeypatch.setattr(real_model, "load_minilm", lambda: Fake())
+    for k in range(20):
+        W.real_model_run("x" * (k + 1))
+    assert len(W._RUNS) == W._RUNS_KEPT
+    assert list(W._RUNS)[0] == "x" * 20            # the most recent first
+    W.real_model_run("y" * 400)
+    W.real_model_run("z" * 400)                    # two of 400: 320,000 pairs, over the budget
+    assert list(W._RUNS) == ["z" * 400]
+    W.real_model_run("w" * 600)                    # over the budget alone: still kept, as the latest
+    assert list(W._RUNS) == ["w" * 600]
+    assert not W._RUNS["w" * 600].attention.flags.writeable
+
+
+def test_bad_start_values_are_refused():
+    with pytest.raises(ValueError, match="head must be a whole number from 0 to 11"):
+        W.real_model_explorer(head=12)
+    with pytest.raises(ValueError, match="token must be one of the sentence's tokens"):
+        W.real_model_explorer(token="money")
+
+
+def test_the_model_errors_show_only_their_message_in_jupyter():
+    # IPython calls _render_traceback_ instead of printing the traceback.
+    for error in (ModelNotInstalledError("run make test"), ModelFileError("reinstall it")):
+        assert error._render_traceback_() == [f"{type(error).__name__}: {error}"]
+
+
+# ------------------------------------------------------------ figures
+
+def test_row_strip_colours_marks_and_escapes():
+    out = weights_row_html([0.0, 1.0, 0.25], ["a", "<b>", "c"], title="row", marked=1)
+    boxes = re.findall(r"background:(#[0-9a-f]{6});color:(\w+)'>([0-9.]+)<", out)
+    assert [text for _, _, text in boxes] == ["0.000", "1.000", "0.250"]
+    cividis = matplotlib.colormaps["cividis"]
+    for (colour, _, _), value in zip(boxes, [0.0, 1.0, 0.25]):
+        got, want = matplotlib.colors.to_rgb(colour), matplotlib.colors.to_rgb(matplotlib.colors.to_hex(cividis(value)))
+        assert max(abs(a - b) for a, b in zip(got, want)) < 0.02
+    assert out.count("outline:2px") == 1 and out.index("outline:2px") > out.index("&lt;b&gt;")
+    with pytest.raises(ValueError, match=r"row must be one row of weights"):
+        weights_row_html(np.zeros((2, 2)), ["a", "b"])
+    with pytest.raises(ValueError, match=r"key_labels must give 2 labels"):
+        weights_row_html([0.5, 0.5], ["a"])
+
+
+def test_heatmap_panels_draw_each_panel_with_its_numbers():
+    a, b = np.full((3, 3), 1 / 3), np.full((2, 4), 0.25)
+    xyz, pq, pqrs = list("xyz"), list("pq"), list("pqrs")
+    fig = heatmap_panels([[(a, xyz, xyz, "A"), (a, xyz, xyz, "B")], [(b, pq, pqrs, "C")]])
+    images = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in images] == ["A", "B", "C"]
+    assert [len(ax.texts) for ax in images] == [9, 9, 8]
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="panels must be a non-empty list"):
+        heatmap_panels([])
+    with pytest.raises(ValueError, match="query_labels must give 2 labels"):
+        heatmap_panels([[(b, ["p"], pqrs, "C")]])
+
+
+def test_layer_head_grid_counts_from_zero():
+    fig = layer_head_grid(np.arange(12.0).reshape(2, 6) / 11, "t", vmax=1.0, colour_label="w")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3", "4", "5"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0", "1"]
+    assert len(ax.texts) == 12 and ax.texts[11].get_text() == "1.00"
+    matplotlib.pyplot.close(fig)
+    with pytest.raises(ValueError, match="vmax must be larger than vmin"):
+        layer_head_grid(np.zeros((2, 2)), "t", vmax=0.0, colour_label="w")
