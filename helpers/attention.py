@@ -6,8 +6,10 @@ Need": a sentence is a matrix X of shape (n, d_model), one row per token, and
 a projection is a right-multiplication, Q = X @ W_Q with W_Q of shape
 (d_model, d_k). Any number of leading batch dimensions (..., n, d) is allowed.
 
-Masks are boolean and True means "may attend", the same convention as the
-boolean ``attn_mask`` of PyTorch.
+Masks are boolean and True means "may attend". That is the convention of the
+boolean ``attn_mask`` of PyTorch's ``torch.nn.functional.scaled_dot_product_attention``
+(True: takes part in attention), and the opposite of ``torch.nn.MultiheadAttention``,
+where a True in a boolean ``attn_mask`` or ``key_padding_mask`` means "may NOT attend".
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import html
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -102,6 +103,25 @@ def _whole(value, name):
     return int(value)
 
 
+def _flag(value, name):
+    """``value`` as a bool; a ValueError unless it is True or False (a string such as "no" is not)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
+
+
+def _seed(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"seed must be a non-negative whole number; got {value!r}")
+    return int(value)
+
+
+def _listed(items):
+    """'a'; 'a' and 'b'; 'a', 'b' and 'c': names quoted and joined as in a sentence."""
+    quoted = [repr(str(t)) for t in items]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
 # --------------------------------------------------------------------------
 # d_k and scaling
 # --------------------------------------------------------------------------
@@ -117,9 +137,14 @@ class DkState:
     scores: (n, n) raw dot products q . k; weights: (n, n) attention weights;
     entropy: (n,) entropy of each row in nats (at most log n);
     largest_weight: the largest weight in the matrix;
-    score_std: standard deviation of the scores the softmax receives
-        (after scaling, if on); gradient: mean size of the softmax Jacobian
-        over the rows (0 when the softmax is one-hot).
+    score_std: standard deviation of the n * n scores the softmax receives
+        (after scaling, if on); they come from only n queries and n keys,
+        so it is a rough estimate of
+    expected_std: the spread over all random vectors, sqrt(d_k) unscaled
+        and 1 scaled (Vaswani et al. 2017, section 3.2.1, footnote 4);
+    gradient: mean size of the softmax Jacobian over the rows (0 when the
+        softmax is one-hot); row_gradient: (n,) that size for each row;
+    saturated_rows: the rows (0-based) whose largest weight is over 0.99.
     """
 
     d_k: int
@@ -133,6 +158,13 @@ class DkState:
     gradient: float
     max_entropy: float
     messages: tuple
+    expected_std: float
+    row_gradient: np.ndarray
+    saturated_rows: tuple
+
+
+#: A row counts as saturated when one key takes more than this share of its weight.
+SATURATED = 0.99
 
 
 def dk_state(d_k=64, scaled=True, n=6, seed=0):
@@ -141,33 +173,53 @@ def dk_state(d_k=64, scaled=True, n=6, seed=0):
     Queries and keys have independent N(0, 1) entries (``random_queries_keys``),
     so a raw score q . k has variance d_k; with ``scaled`` the scores are
     divided by sqrt(d_k) (Vaswani et al. 2017, section 3.2.1), which brings
-    their variance back to 1 whatever d_k is.
+    their variance back to 1 whatever d_k is. The draw is nested: the vectors
+    for a larger d_k extend those for a smaller one, so growing d_k adds new
+    terms to the same dot products. Each score is then a random walk: its
+    typical size grows like sqrt(d_k), but a row's gap between its two best
+    keys can shrink again, so a row that saturated at one d_k may share its
+    weight at a larger one.
 
     Returns a :class:`DkState`. Raises ValueError unless d_k and n are
-    positive whole numbers and ``scaled`` is True or False.
+    positive whole numbers, ``scaled`` is True or False and ``seed`` a
+    non-negative whole number.
     """
     d_k, n = _whole(d_k, "d_k"), _whole(n, "n")
-    if not isinstance(scaled, (bool, np.bool_)):
-        raise ValueError(f"scaled must be True or False; got {scaled!r}")
+    scaled = _flag(scaled, "scaled")
     Q, K = random_queries_keys(d_k, n=n, seed=seed)
     scale = 1.0 / np.sqrt(d_k) if scaled else 1.0
     _, weights = scaled_dot_product_attention(Q, K, np.eye(n), scale=scale)
     scores = Q @ K.T
     entropy = attention_entropy(weights)
     largest = float(weights.max())
-    gradient = float(jacobian_size(weights).mean())
+    row_gradient = jacobian_size(weights)
+    gradient = float(row_gradient.mean())
+    score_std = float(np.std(scores * scale))
+    expected_std = 1.0 if scaled else float(np.sqrt(d_k))
     how = f"divided by sqrt({d_k}) = {np.sqrt(d_k):.3g}" if scaled else "not divided"
+    expected = f"sqrt({d_k}) / sqrt({d_k}) = 1" if scaled else f"sqrt({d_k}) = {expected_std:.3g}"
     messages = [
-        f"d_k = {d_k}, scores {how}: they spread with standard deviation {float(np.std(scores * scale)):.2f}. "
-        f"Largest weight {largest:.3f}; mean entropy {float(entropy.mean()):.3f} of at most "
-        f"log {n} = {np.log(n):.3f} nats; mean size of the softmax's gradient {gradient:.3f}."
+        f"d_k = {d_k}, scores {how}. The {n * n} scores in the table spread with standard deviation "
+        f"{score_std:.2f}; they come from only {n} queries and {n} keys, a small sample: over many random "
+        f"vectors the spread is {expected}. Largest weight {largest:.3f}; mean entropy "
+        f"{float(entropy.mean()):.3f} of at most log {n} = {np.log(n):.3f} nats; mean size of the softmax's "
+        f"gradient {gradient:.3f}."
     ]
-    if largest > 0.99:
-        messages.append("The softmax has saturated: one key takes over 99% of a row, and the gradient through "
-                        "that row is close to zero, so training could hardly move these weights.")
-    return DkState(d_k=d_k, scaled=bool(scaled), scale=float(scale), scores=scores, weights=weights,
-                   entropy=entropy, largest_weight=largest, score_std=float(np.std(scores * scale)),
-                   gradient=gradient, max_entropy=float(np.log(n)), messages=tuple(messages))
+    saturated = tuple(int(i) for i in np.flatnonzero(weights.max(axis=1) > SATURATED))
+    if saturated:
+        one = len(saturated) == 1
+        messages.append(
+            f"{len(saturated)} of the {n} rows {'has' if one else 'have'} saturated "
+            f"({', '.join(f'q{i + 1}' for i in saturated)}): one key takes over {SATURATED:.0%} of "
+            f"{'that row' if one else 'each of them'}, and the size of the softmax's gradient there "
+            + ("is " if one else "is, row by row, ")
+            + ", ".join(f"{row_gradient[i]:.3f}" for i in saturated)
+            + f" (an even row of {n} gives {np.sqrt(n - 1) / n:.3f}), so training could hardly move "
+            + ("its" if one else "their") + " weights.")
+    return DkState(d_k=d_k, scaled=scaled, scale=float(scale), scores=scores, weights=weights,
+                   entropy=entropy, largest_weight=largest, score_std=score_std,
+                   gradient=gradient, max_entropy=float(np.log(n)), messages=tuple(messages),
+                   expected_std=expected_std, row_gradient=row_gradient, saturated_rows=saturated)
 
 
 def _draw_dk(state):
@@ -185,12 +237,13 @@ def dk_explorer(d_k=64, scaled=True):
     (a checkbox: divide the scores by sqrt(d_k)). The picture shows the
     weights, each row's entropy, the largest weight and the spread of the
     scores. Returns an :class:`Explorer`; its ``.state`` is a :class:`DkState`.
+    Raises ValueError unless d_k is one of DK_CHOICES and ``scaled`` is True or False.
     """
-    if d_k not in DK_CHOICES:
+    if isinstance(d_k, bool) or not isinstance(d_k, numbers.Integral) or d_k not in DK_CHOICES:
         raise ValueError(f"d_k must be one of the slider's values {list(DK_CHOICES)}; got {d_k!r}")
-    slider = widgets.SelectionSlider(options=DK_CHOICES, value=d_k, description="d_k",
+    slider = widgets.SelectionSlider(options=DK_CHOICES, value=int(d_k), description="d_k",
                                      layout=widgets.Layout(width="420px"))
-    box = widgets.Checkbox(value=bool(scaled), description="divide the scores by √d_k", indent=False)
+    box = widgets.Checkbox(value=_flag(scaled, "scaled"), description="divide the scores by √d_k", indent=False)
     return Explorer(lambda d_k, scaled: dk_state(d_k, scaled), _draw_dk,
                     {"d_k": slider, "scaled": box}, [[slider, box]], height="330px")
 
@@ -223,29 +276,51 @@ class MaskState:
     messages: tuple
 
 
+def _example(example):
+    """The worked example named ``example``, with the argument named in any error."""
+    try:
+        return load_example(example)  # read afresh (60 microseconds), so an edited data file shows at once
+    except ValueError as exc:
+        raise ValueError(f"example: {exc}") from None
+
+
+def _positions(hidden, tokens):
+    """``hidden`` as a sorted tuple of distinct key positions of ``tokens``; ValueError otherwise."""
+    n = len(tokens)
+    if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Iterable):
+        raise ValueError(f"hidden must be a tuple or list of key positions 0 to {n - 1} of {list(tokens)} "
+                         f"(empty to hide nothing); got {hidden!r}")
+    hidden = tuple(hidden)
+    for j in hidden:
+        if isinstance(j, bool) or not isinstance(j, numbers.Integral) or not 0 <= j < n:
+            raise ValueError(f"hidden must hold key positions 0 to {n - 1} of {list(tokens)}; got {j!r}")
+    return tuple(sorted(set(int(j) for j in hidden)))
+
+
 def mask_state(causal=True, hidden=(), where="before", example="river_bank"):
     """Attention weights of a worked example under a causal mask and hidden keys.
 
-    causal: apply the causal mask (query i sees keys 0..i).
-    hidden: positions of keys hidden from every query (a padding mask).
+    causal: apply the causal mask (query i sees keys 0..i), True or False.
+    hidden: positions of keys hidden from every query (a padding mask), a
+        tuple or list (empty for none).
     where: "before" applies the combined mask before the softmax, as
         ``scaled_dot_product_attention`` does; "after" shows the bug of
         zeroing masked weights after a softmax over every key.
     example: the name of a worked example in data/ (default the river bank).
 
     A query whose keys are all hidden gets all-zero weights and a zero
-    output (the documented behaviour of ``scaled_dot_product_attention``),
-    and a message says so. Returns a :class:`MaskState`. Raises ValueError
-    for a position outside the sentence or a ``where`` other than
-    "before"/"after".
+    output (in "before" mode the documented behaviour of
+    ``scaled_dot_product_attention``; in "after" mode what zeroing every
+    weight leaves), and a message says so. The messages describe only what
+    this setting did. Returns a :class:`MaskState`. Raises ValueError for
+    a ``causal`` that is not True or False, a ``hidden`` that is not a
+    collection of positions inside the sentence, a ``where`` other than
+    "before"/"after", or an unknown example.
     """
-    ex = load_example(example)  # read afresh (60 microseconds), so an edited data file shows at once
+    ex = _example(example)
     n = len(ex.tokens)
-    hidden = tuple(hidden)
-    for j in hidden:
-        if isinstance(j, bool) or not isinstance(j, numbers.Integral) or not 0 <= j < n:
-            raise ValueError(f"hidden must hold key positions 0 to {n - 1} of {list(ex.tokens)}; got {j!r}")
-    hidden = tuple(sorted(set(int(j) for j in hidden)))
+    causal = _flag(causal, "causal")
+    hidden = _positions(hidden, ex.tokens)
     if where not in ("before", "after"):
         raise ValueError(f"where must be 'before' or 'after' (the softmax); got {where!r}")
     mask = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
@@ -259,29 +334,52 @@ def mask_state(causal=True, hidden=(), where="before", example="river_bank"):
         output = weights @ V
     sums = weights.sum(axis=1)
     empty = tuple(int(i) for i in np.flatnonzero(~mask.any(axis=1)))
-    names = [ex.tokens[i] for i in empty]
-    messages = []
-    if len(empty) == n:
-        messages.append("Every key is hidden from every query, so no query has anything to attend to. "
-                        "The helpers give such a row all-zero weights and a zero output: "
-                        "not NaN (what -inf everywhere gives a plain softmax) and not an even spread "
-                        "(what a large negative fill gives).")
-    elif empty:
-        messages.append(f"Nothing is left for {', '.join(repr(t) for t in names)} to attend to: "
-                        "its weights are all 0 and its output is the zero vector.")
-    live = [i for i in range(n) if i not in empty]
-    if where == "after" and not np.allclose(sums[live], 1.0):
-        messages.append("Mask applied after the softmax (the bug): rows sum to "
-                        + ", ".join(f"{s:.3f}" for s in sums[live])
-                        + " instead of 1, and each weight left was divided by a total that includes "
-                        "the hidden keys, so the hidden keys still shape it.")
-    elif where == "before" and live and (causal or hidden):
-        messages.append("Masked before the softmax: every row that has a key left sums to 1, because the "
-                        "softmax shares the hidden keys' weight out among the keys that remain.")
-    return MaskState(tokens=tuple(ex.tokens), causal=bool(causal), hidden=hidden, where=where, mask=mask,
+    return MaskState(tokens=tuple(ex.tokens), causal=causal, hidden=hidden, where=where, mask=mask,
                      weights=weights, output=output, row_sums=sums,
                      entropy=attention_entropy(weights) if where == "before" else None,
-                     empty_rows=empty, messages=tuple(messages))
+                     empty_rows=empty, messages=_mask_messages(ex.tokens, causal, hidden, where, mask, sums, empty))
+
+
+def _mask_messages(tokens, causal, hidden, where, mask, sums, empty):
+    """What happened at one setting of the mask explorer, said in sentences that are all true of it."""
+    n = len(tokens)
+    if len(empty) == n:  # every row empty: only when every key is hidden, with or without the causal mask
+        if where == "before":
+            return ("Every key is hidden from every query, so no query has anything to attend to. "
+                    "The helpers give such a row all-zero weights and a zero output: "
+                    "not NaN (what -inf everywhere gives a plain softmax) and not an even spread "
+                    "(what a large negative fill gives).",)
+        return ("Every key is hidden from every query. Masked after the softmax, the softmax still ran over "
+                "every key; zeroing every weight afterwards leaves every row summing to 0 and every output "
+                "the zero vector.",)
+    messages = []
+    if empty:
+        one = len(empty) == 1
+        messages.append(f"Nothing is left for {_listed(tokens[i] for i in empty)} to attend to: "
+                        + ("its weights are all 0 and its output is the zero vector." if one else
+                           "their weights are all 0 and their outputs are zero vectors."))
+    losing = [i for i in range(n) if i not in empty and not mask[i].all()]  # rows that lose keys but keep one
+    if not losing:  # nothing is masked in any row that has a key
+        messages.append("Nothing is masked: every query attends to every key, so every row sums to 1"
+                        + (" wherever the mask is applied." if where == "after" else "."))
+        return tuple(messages)
+    what = []
+    if causal:
+        what.append("the later words (causal mask)")
+    if hidden:
+        what.append(f"the hidden key{'s' if len(hidden) > 1 else ''} {_listed(tokens[j] for j in hidden)}")
+    masked = " and ".join(what)
+    rows = f"row{'s' if len(losing) > 1 else ''} of {_listed(tokens[i] for i in losing)}"
+    if where == "before":
+        messages.append(f"Masked before the softmax: the masked keys are {masked}. Every row with a key left sums "
+                        f"to 1: in the {rows}, the softmax runs over the remaining keys only, so the weight "
+                        "the masked keys would have had is shared out among them in proportion.")
+    else:
+        messages.append(f"Mask applied after the softmax (the bug): the masked keys are {masked}. The {rows} "
+                        f"{'sum' if len(losing) > 1 else 'sums'} to " + ", ".join(f"{sums[i]:.3f}" for i in losing)
+                        + " instead of 1, because each weight left was divided by a total that includes the "
+                        "masked keys, so those keys still shape it.")
+    return tuple(messages)
 
 
 def _draw_mask(state):
@@ -297,37 +395,67 @@ def mask_explorer(example="river_bank", causal=True):
     """Explore masks on a worked example (default: "the river bank flooded").
 
     Controls: ``causal`` (checkbox), ``hidden`` (one toggle button per key:
-    hide that key from every query, as a padding mask would) and ``where``
-    (apply the mask before the softmax, or after it, the bug). The picture
-    shows the weights with masked cells striped, each row's sum and each
-    query's output. Returns an :class:`Explorer`; ``.state`` is a :class:`MaskState`.
+    hide that key from every query, as a padding mask would; its ``.value``
+    is the tuple of hidden positions, and setting it moves the buttons) and
+    ``where`` (apply the mask before the softmax, or after it, the bug). The
+    picture shows the weights with masked cells striped, each row's sum and
+    each query's output. Returns an :class:`Explorer`; ``.state`` is a
+    :class:`MaskState`. Raises ValueError for an unknown example or a
+    ``causal`` that is not True or False.
     """
-    tokens = load_example(example).tokens
-    causal_box = widgets.Checkbox(value=bool(causal), description="causal mask", indent=False,
+    tokens = _example(example).tokens
+    causal_box = widgets.Checkbox(value=_flag(causal, "causal"), description="causal mask", indent=False,
                                   layout=widgets.Layout(width="130px"))
     where = widgets.ToggleButtons(options=[("before the softmax", "before"), ("after the softmax (bug)", "after")],
                                   value="before", description="mask applied", style={"button_width": "190px"})
     buttons = [widgets.ToggleButton(value=False, description=f"hide '{t}'", tooltip=f"hide key {i}: {t}",
                                     layout=widgets.Layout(width="auto")) for i, t in enumerate(tokens)]
-    hidden = _HiddenKeys(buttons)
+    hidden = _HiddenKeys(buttons, tokens)
     return Explorer(lambda causal, hidden, where: mask_state(causal, hidden, where, example), _draw_mask,
                     {"causal": causal_box, "hidden": hidden, "where": where},
                     [[causal_box, where], [widgets.Label("keys to hide:")] + buttons], height="300px")
 
 
+class _Positions(traitlets.TraitType):
+    """A trait holding key positions of its owner's ``tokens``: stored as a sorted tuple; ValueError otherwise."""
+
+    default_value = ()
+
+    def validate(self, obj, value):
+        return _positions(value, obj.tokens)
+
+
 class _HiddenKeys(traitlets.HasTraits):
-    """The key toggle buttons seen as one control: ``value`` is the tuple of positions whose button is down."""
+    """The key toggle buttons seen as one control: ``value`` is the tuple of positions whose button is down.
 
-    value = traitlets.Tuple()
+    The two stay in step both ways: pressing a button sets ``value``, and
+    setting ``value`` (any collection of positions; stored sorted) presses
+    and releases the buttons to match, with one change of ``value`` only.
+    A value that is not a collection of positions of the sentence is
+    refused with a ValueError and changes nothing.
+    """
 
-    def __init__(self, buttons):
+    value = _Positions()
+
+    def __init__(self, buttons, tokens):
         super().__init__()
-        self.buttons = buttons
+        self.buttons, self.tokens = buttons, tuple(tokens)
+        self._showing = False
         for b in buttons:
-            b.observe(self._sync, names="value")
+            b.observe(self._pressed, names="value")
 
-    def _sync(self, change):
-        self.value = tuple(i for i, b in enumerate(self.buttons) if b.value)
+    @traitlets.observe("value")
+    def _show(self, change):
+        self._showing = True  # the buttons follow the value; their own changes must not set it back
+        try:
+            for i, b in enumerate(self.buttons):
+                b.value = i in change["new"]
+        finally:
+            self._showing = False
+
+    def _pressed(self, change):
+        if not self._showing:
+            self.value = tuple(i for i, b in enumerate(self.buttons) if b.value)
 
 
 # --------------------------------------------------------------------------
@@ -342,7 +470,6 @@ HEADS_TOKENS = ("the", "river", "bank", "flooded")
 HEADS_CHOICES = tuple(h for h in range(1, 13) if HEADS_D_MODEL % h == 0)
 
 
-@functools.lru_cache(maxsize=8)
 def random_model(d_model=HEADS_D_MODEL, n=len(HEADS_TOKENS), seed=0):
     """A seeded random sentence and attention layer: X (n, d_model) and W_Q, W_K, W_V, W_O (d_model, d_model).
 
@@ -352,8 +479,15 @@ def random_model(d_model=HEADS_D_MODEL, n=len(HEADS_TOKENS), seed=0):
     standard deviation near 4 rather than 1: heads then range from sharp to
     nearly even, as in a trained layer, instead of all being nearly even as
     at initialisation. The arrays are read-only (they are cached).
+
+    Raises ValueError unless d_model and n are positive whole numbers and
+    seed a non-negative whole number.
     """
-    d_model, n = _whole(d_model, "d_model"), _whole(n, "n")
+    return _random_model(_whole(d_model, "d_model"), _whole(n, "n"), _seed(seed))
+
+
+@functools.lru_cache(maxsize=8)
+def _random_model(d_model, n, seed):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d_model))
     mats = [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]
@@ -390,8 +524,15 @@ def heads_state(num_heads=8, d_model=HEADS_D_MODEL, tokens=HEADS_TOKENS, seed=0)
     the split of its d_model projected features into heads of d_k =
     d_model / num_heads changes. Returns a :class:`HeadsState`. Raises the
     ValueError of ``multi_head_attention`` (listing the values that work)
-    when num_heads does not divide d_model.
+    when num_heads does not divide d_model, and a ValueError naming the
+    argument for a d_model that is not a positive whole number, a seed that
+    is not a non-negative whole number, or tokens that are not a non-empty
+    tuple or list of words (strings).
     """
+    if (isinstance(tokens, str) or not isinstance(tokens, (tuple, list)) or not tokens
+            or not all(isinstance(t, str) for t in tokens)):
+        raise ValueError(f"tokens must be a non-empty tuple or list of words (strings), one per position; "
+                         f"got {tokens!r}")
     tokens = tuple(tokens)
     X, W_Q, W_K, W_V, W_O = random_model(d_model, len(tokens), seed)
     output, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads=num_heads)
@@ -421,7 +562,7 @@ def heads_explorer(num_heads=8):
     The grid of heatmaps is rebuilt when the number of heads changes.
     Returns an :class:`Explorer`; ``.state`` is a :class:`HeadsState`.
     """
-    if num_heads not in HEADS_CHOICES:
+    if isinstance(num_heads, bool) or not isinstance(num_heads, numbers.Integral) or num_heads not in HEADS_CHOICES:
         raise ValueError(f"num_heads must be one of {list(HEADS_CHOICES)} (divisors of d_model = {HEADS_D_MODEL}); "
                          f"got {num_heads!r}")
     buttons = widgets.ToggleButtons(options=[(str(h), h) for h in HEADS_CHOICES], value=num_heads,

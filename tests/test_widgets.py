@@ -308,3 +308,166 @@ def test_an_error_inside_an_update_is_shown_in_the_explorer(monkeypatch, make, p
 def test_explorer_bad_start_values(make, kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
         make(**kwargs)
+
+
+# ---------------------------------------------------------------- d_k explorer: spread, saturation, nesting
+
+@pytest.mark.parametrize("d_k", [1, 64, 1024])
+@pytest.mark.parametrize("scaled", [True, False])
+def test_dk_spread_is_reported_with_its_sample_size_and_the_spread_it_estimates(d_k, scaled):
+    s = W.dk_state(d_k, scaled)
+    # Var(q . k) = d_k for N(0, 1) entries (a sum of d_k independent terms of variance 1),
+    # so the spread over all random vectors is sqrt(d_k), and 1 after dividing by sqrt(d_k).
+    assert s.expected_std == (1.0 if scaled else math.sqrt(d_k))
+    Q, K = random_queries_keys(d_k, n=6, seed=0)
+    sample = np.std(Q @ K.T / (math.sqrt(d_k) if scaled else 1.0))
+    assert math.isclose(s.score_std, sample)
+    first = s.messages[0]
+    assert f"standard deviation {sample:.2f}" in first
+    assert "The 36 scores" in first and "only 6 queries and 6 keys, a small sample" in first
+    assert first.count("over many random vectors the spread is") == 1
+    assert first.rstrip(".").split("the spread is ")[1].split(".")[0].endswith(
+        "= 1" if scaled else f"= {math.sqrt(d_k):.3g}")
+
+
+@pytest.mark.parametrize("d_k", W.DK_CHOICES)
+@pytest.mark.parametrize("scaled", [True, False])
+def test_dk_saturation_message_names_exactly_the_saturated_rows(d_k, scaled):
+    s = W.dk_state(d_k, scaled)
+    rows = [i for i in range(6) if max(s.weights[i]) > 0.99]
+    assert s.saturated_rows == tuple(rows)
+    said = [m for m in s.messages if "saturated" in m]
+    if not rows:
+        assert said == []
+        return
+    (m,) = said
+    names = ", ".join(f"q{i + 1}" for i in rows)
+    assert m.startswith(f"{len(rows)} of the 6 rows {'has' if len(rows) == 1 else 'have'} saturated ({names})")
+    # The gradient sizes quoted are those rows' Jacobian sizes, each far below an even row's sqrt(5)/6.
+    quoted = [float(x) for x in re.search(r"there is(?:, row by row,)? ([\d., ]+) \(", m).group(1).split(", ")]
+    assert np.allclose(quoted, s.row_gradient[rows], atol=5e-4)
+    assert all(q < 0.05 < math.sqrt(5) / 6 for q in quoted)
+
+
+def test_dk_growing_d_k_adds_terms_to_the_same_dot_products():
+    # The explorer's vectors are nested, so the scores at 512 are those at 256 plus the
+    # products of features 257..512: moving the slider extends the same dot products.
+    small, large = W.dk_state(256, scaled=False), W.dk_state(512, scaled=False)
+    Q, K = random_queries_keys(512, n=6, seed=0)
+    assert np.allclose(large.scores - small.scores, Q[:, 256:] @ K[:, 256:].T)
+
+
+@pytest.mark.parametrize("make, kwargs, pattern", [
+    (W.dk_explorer, dict(scaled="no"), r"scaled must be True or False; got 'no'"),
+    (W.dk_explorer, dict(scaled=None), r"scaled must be True or False; got None"),
+    (W.dk_explorer, dict(d_k=True), r"d_k must be one of the slider's values .*; got True"),
+    (W.dk_explorer, dict(d_k=64.0), r"d_k must be one of the slider's values .*; got 64.0"),
+    (W.dk_state, dict(scaled=None), r"scaled must be True or False; got None"),
+    (W.dk_state, dict(seed=-1), r"seed must be a non-negative whole number; got -1"),
+    (W.mask_state, dict(causal="no"), r"causal must be True or False; got 'no'"),
+    (W.mask_state, dict(causal=None), r"causal must be True or False; got None"),
+    (W.mask_state, dict(causal=1), r"causal must be True or False; got 1"),
+    (W.mask_state, dict(hidden=5), r"hidden must be a tuple or list of key positions 0 to 3 of .*; got 5"),
+    (W.mask_state, dict(hidden=None), r"hidden must be a tuple or list of key positions 0 to 3 of .*; got None"),
+    (W.mask_state, dict(hidden="01"), r"hidden must be a tuple or list of key positions .*; got '01'"),
+    (W.mask_state, dict(example=5), r"example: name must be one of the worked examples in data/ .*; got 5"),
+    (W.mask_explorer, dict(causal="no"), r"causal must be True or False; got 'no'"),
+    (W.mask_explorer, dict(example="nowhere"), r"example: name must be one of the worked examples .*; got 'nowhere'"),
+    (W.heads_state, dict(tokens=()), r"tokens must be a non-empty tuple or list of words \(strings\), one per "
+                                     r"position; got \(\)"),
+    (W.heads_state, dict(tokens=None), r"tokens must be a non-empty tuple or list of words .*; got None"),
+    (W.heads_state, dict(tokens="the river"), r"tokens must be a non-empty tuple or list of words .*; got 'the river'"),
+    (W.heads_state, dict(tokens=(1, 2)), r"tokens must be a non-empty tuple or list of words .*; got \(1, 2\)"),
+    (W.heads_state, dict(seed=-1), r"seed must be a non-negative whole number; got -1"),
+    (W.heads_state, dict(seed="x"), r"seed must be a non-negative whole number; got 'x'"),
+    (W.heads_state, dict(seed=1.5), r"seed must be a non-negative whole number; got 1.5"),
+    (W.heads_state, dict(num_heads="x"), r"num_heads must be a positive whole number; got 'x'"),
+    (W.random_model, dict(seed=[1]), r"seed must be a non-negative whole number; got \[1\]"),
+    (W.heads_explorer, dict(num_heads=True), r"num_heads must be one of \[1, 2, 3, 4, 6, 8, 12\] .*; got True"),
+    (W.heads_explorer, dict(num_heads=8.0), r"num_heads must be one of \[1, 2, 3, 4, 6, 8, 12\] .*; got 8.0"),
+], ids=lambda x: getattr(x, "__name__", None))
+def test_every_bad_argument_gets_a_value_error_naming_it(make, kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        make(**kwargs)
+
+
+# ---------------------------------------------------------------- mask explorer: the hidden keys, both ways
+
+def test_mask_hidden_value_and_buttons_stay_in_step_both_ways():
+    ex = W.mask_explorer()
+    hidden, buttons = ex.controls["hidden"], ex.controls["hidden"].buttons
+    redraws = []
+    ex.picture.observe(lambda change: redraws.append(change["new"]), names="value")
+    hidden.value = (2, 0)  # set in code, in any order
+    assert hidden.value == (0, 2)
+    assert [b.value for b in buttons] == [True, False, True, False]  # the buttons show it
+    assert ex.state.hidden == (0, 2) and "hidden keys: the, bank" in ex.picture.value
+    assert len(redraws) == 1  # one change, one redraw: the buttons following it do not redraw again
+    buttons[1].value = True  # the next press adds to the setting instead of discarding it
+    assert hidden.value == (0, 1, 2) and ex.state.hidden == (0, 1, 2)
+    buttons[0].value = False
+    assert hidden.value == (1, 2) and ex.state.hidden == (1, 2)
+    hidden.value = []
+    assert [b.value for b in buttons] == [False] * N and ex.state.hidden == ()
+    for bad in [(N,), 5, None, ("river",)]:
+        with pytest.raises(ValueError, match="hidden must"):
+            hidden.value = bad
+        assert hidden.value == () and [b.value for b in buttons] == [False] * N and ex.state.hidden == ()
+
+
+# ---------------------------------------------------------------- mask explorer: every message true of its setting
+
+def quoted(names):
+    q = [f"'{t}'" for t in names]
+    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " and " + q[-1]
+
+
+SUBSETS = [tuple(j for j in range(N) if bits >> j & 1) for bits in range(2 ** N)]
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("hidden", SUBSETS, ids=str)
+def test_mask_messages_say_only_what_happened(causal, hidden, where):
+    s = W.mask_state(causal, hidden, where)
+    text = " ".join(s.messages)
+    allowed = causal_mask(N) if causal else np.ones((N, N), bool)
+    allowed[:, list(hidden)] = False
+    empty = [i for i in range(N) if not allowed[i].any()]
+    losing = [i for i in range(N) if allowed[i].any() and not allowed[i].all()]  # lose keys, keep at least one
+    tok = rb.tokens
+    # The whole sentence hidden: one message, true of the mode that ran.
+    assert ("Every key is hidden" in text) == (len(hidden) == N)
+    assert ("-inf" in text or "NaN" in text) == (len(hidden) == N and where == "before")
+    assert ("softmax still ran over every key" in text) == (len(hidden) == N and where == "after")
+    # Queries left with nothing: named, with the grammar of their number.
+    partly_empty = 0 < len(empty) < N
+    assert ("Nothing is left for" in text) == partly_empty
+    if partly_empty:
+        one = len(empty) == 1
+        assert f"Nothing is left for {quoted([tok[i] for i in empty])} to attend to: " \
+               + ("its weights are all 0 and its output is" if one else "their weights are all 0 and their outputs are") \
+               in text
+    # What is masked: hidden keys only when some are hidden, later words only with the causal mask.
+    if len(hidden) < N:
+        assert ("hidden key" in text) == bool(hidden) and ("later words" in text) == (causal and bool(losing))
+        if hidden:
+            assert f"hidden key{'s' if len(hidden) > 1 else ''} {quoted([tok[j] for j in hidden])}" in text
+    assert ("Nothing is masked" in text) == bool(allowed.all())
+    if allowed.all():
+        assert np.allclose(s.row_sums, 1.0)
+    # The rows that lose keys: shared out before the softmax, short of 1 after it.
+    rows = f"row{'s' if len(losing) > 1 else ''} of {quoted([tok[i] for i in losing])}" if losing else None
+    assert ("shared out" in text) == (where == "before" and bool(losing))
+    assert ("instead of 1" in text) == (where == "after" and bool(losing))
+    if losing and where == "before":
+        assert f"in the {rows}, the softmax runs over the remaining keys only" in text
+        assert np.allclose(s.row_sums[[i for i in range(N) if i not in empty]], 1.0)
+    if losing and where == "after":
+        said = re.search(r"The (rows? of .*?) sums? to ([\d., ]+) instead of 1", text)
+        assert said.group(1) == rows
+        assert [float(x) for x in said.group(2).split(", ")] == [round(float(s.row_sums[i]), 3) for i in losing]
+        assert all(s.row_sums[i] < 1 for i in losing)
+        assert (" sums to " in said.group(0)) == (len(losing) == 1)
+    # No message speaks of a key that was not masked or a row that is not there.
+    assert "hidden keys' weight" not in text and "the hidden keys still" not in text
