@@ -39,7 +39,6 @@ def test_mistakes_typed_into_exercise_cells_are_named_in_a_fresh_kernel(notebook
             assert phrase in printed, f"{exercise} with {code!r}: expected {phrase!r}, got {printed!r}"
 
 
-
 @pytest.mark.parametrize("notebook", sorted(CASES))
 def test_every_solution_pasted_into_its_answer_cell_is_accepted_in_a_fresh_kernel(notebook):
     solutions = run_in_process(NOTEBOOKS_DIR / notebook)
