@@ -12,7 +12,10 @@ Mistakes are only named when they are told apart by the inputs: a wrong
 variant that gives the right answer for these inputs is dropped (dividing by
 sqrt(d_model) is no mistake when d_model equals d_k), and two variants that
 give the same numbers are reported together (``ex.mistakes`` lists what can
-be told apart).
+be told apart). Besides the exercise's own mistakes, every numeric checker
+recognises an answer rounded too far, an answer of right numbers in the
+wrong shape (and says how to reshape *what the learner gave*), and the
+answer of another exercise built in the same session.
 
 ``check`` never raises on a learner's answer, whatever it is: text, a ragged
 list, NaN, an object that refuses to become an array. It prints the feedback
@@ -20,12 +23,21 @@ and returns nothing; ``feedback(answer)`` returns it as a :class:`Feedback`.
 ``hint()`` and ``solution()`` return a :class:`Reveal`, which JupyterLab
 shows folded (click to open), so a stored notebook does not give the
 solution away at a glance.
+
+A solution is Python that can be pasted over the ``answer = ...`` line of
+the exercise cell: it reads the notebook's own variables, named by the
+``names`` argument of each exercise (e.g. ``names={"X": "X_m", "bank":
+"bank_m"}``: the notebook's name for X, and for the position of 'bank'), ends
+with ``answer = ...``, and names its own steps ``my_...`` so that pasting it
+never changes a variable of the notebook. Worked numbers are in comments.
 """
 
 from __future__ import annotations
 
 import html
+import textwrap
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +64,9 @@ of its weights by 0.0005). Every named mistake differs by far more."""
 EXACT_ATOL = 5e-4
 """Slack for scores and projections: half a unit in the third decimal, for
 an answer worked by hand and rounded to 3 decimals."""
+MASKED_FILL = -1e4
+"""A score at or below this stands for -inf where a mistake has -inf (a masked
+score): learners often fill masked scores with -1e9 instead of -inf."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,17 @@ def _fmt(x):
     return np.array2string(arr, precision=3, suppress_small=True, separator=" ")
 
 
+def _term(x):
+    """A number as a factor in written arithmetic: negatives in parentheses, 3 × (-1)."""
+    text = _fmt(x)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _comment(text):
+    """Text as Python comment lines, so a solution stays code that can be pasted."""
+    return "\n".join(("# " + line).rstrip() for line in text.splitlines())
+
+
 def _not_numbers(what):
     return Feedback(False, "not_numbers", f"Your answer is {what}, not numbers. Give numbers: a number, or a numpy array.")
 
@@ -114,6 +140,11 @@ def _read(answer):
         return None, _not_numbers("True or False")
     if isinstance(answer, (dict, set, frozenset)):
         return None, _not_numbers(f"a {type(answer).__name__}")
+    if isinstance(answer, type):
+        name = getattr(answer, "__name__", "a type")
+        return None, Feedback(False, "type",
+                              f"Your answer is `{name}` itself, a type (a kind of value), not a number. "
+                              f"To turn a value into that type, call it on the value: {name}(x).")
     if callable(answer) and not isinstance(answer, np.ndarray):
         return None, Feedback(False, "function",
                               "Your answer is a function, not its result. Call it (with parentheses) and give what it returns.")
@@ -125,6 +156,10 @@ def _read(answer):
                               "If it is a list of rows, every row needs the same length.")
     kind = arr.dtype.kind
     if kind == "O":
+        if any(item is None for item in arr.ravel()):
+            return None, Feedback(False, "none_entry",
+                                  "Your answer has None in it where a number should be: that entry was never "
+                                  "computed. (A function that returns nothing, such as print(), gives None.)")
         try:
             arr = arr.astype(float)
         except OverflowError:
@@ -136,7 +171,9 @@ def _read(answer):
     elif kind == "b":
         return None, _not_numbers("True/False values")
     elif kind == "c":
-        return None, _not_numbers("complex numbers")
+        return None, Feedback(False, "not_numbers",
+                              "Your answer holds complex numbers (with a j part), not real numbers. "
+                              "Attention never needs them: check for a stray j or a square root of a negative number.")
     elif kind in "US":
         return None, Feedback(False, "not_numbers", "Your answer holds text (strings), not numbers. Remove the quotes.")
     elif kind not in "iuf":
@@ -149,6 +186,50 @@ def _read(answer):
 
 def _shape_words(shape):
     return "a single number" if shape == () else f"shape {shape}"
+
+
+def _reshape_fix(answer, want):
+    """Python that turns ``answer`` (whatever the learner gave) into shape ``want``."""
+    base = "answer" if type(answer) is np.ndarray else "np.asarray(answer)"
+    return f"{base}.item()" if want == () else f"{base}.reshape{want}"
+
+
+class _Names:
+    """The notebook's names for an exercise's inputs, for hints and solutions that can be pasted.
+
+    ``given`` maps a role ("X", "W_Q", "Q", ...) or a token (its position:
+    "bank" -> "bank_m") to the notebook's name. A role not given is None
+    (the solution then computes it); a token not given is found by name in
+    the notebook's list of tokens, ``names["tokens"]`` ("tokens" by default).
+    """
+
+    def __init__(self, given, defaults):
+        if isinstance(given, (tuple, list)):          # the older form: (X, W_Q, W_K)
+            given = dict(zip(("X", "W_Q", "W_K"), given))
+        self.given = {**defaults, **dict(given or {})}
+
+    def __getitem__(self, role):
+        return self.given.get(role)
+
+    def row(self, token):
+        return self.given.get(token) or f"{self.given.get('tokens', 'tokens')}.index({token!r})"
+
+
+# Every numeric exercise built in this session, oldest first, so that an
+# answer to one exercise given to another can be recognised (weak: a
+# notebook that rebuilds an exercise lets the old one go).
+_BUILT = []
+
+
+def _other_exercises(this):
+    alive = []
+    for ref in list(_BUILT):
+        other = ref()
+        if other is None:
+            _BUILT.remove(ref)
+        elif other is not this:
+            alive.append(other)
+    return alive
 
 
 # --------------------------------------------------------------------------
@@ -191,7 +272,8 @@ class _NumericExercise(_Exercise):
 
     Subclasses set, in their __init__: ``expected`` (ndarray), ``atol``
     (number or array broadcastable to it), ``shape_note`` (what the shape
-    means), ``hint_text``, ``solution_text``, ``correct_note`` and call
+    means), ``title`` (what the exercise asks for, in a few words),
+    ``hint_text``, ``solution_text``, ``correct_note`` and call
     ``_set_variants`` with the wrong variants.
     """
 
@@ -200,7 +282,7 @@ class _NumericExercise(_Exercise):
     labels_cols = None       # names for the entries of a row (keys, or dimensions)
 
     def _set_variants(self, variants):
-        """Keep the (key, message, value) variants that these inputs tell apart."""
+        """Keep the (key, message, value) variants that these inputs tell apart; register the exercise."""
         kept, self.coinciding = [], []
         for key, message, value in variants:
             value = np.asarray(value, dtype=float)
@@ -214,6 +296,7 @@ class _NumericExercise(_Exercise):
                 continue
             kept.append((key, message, value))
         self._variants = kept
+        _BUILT.append(weakref.ref(self))
 
     @property
     def mistakes(self):
@@ -221,50 +304,107 @@ class _NumericExercise(_Exercise):
         return [key for key, _, _ in self._variants]
 
     def _close(self, a, b):
+        """a matches b: within atol, or the same infinity, or a fill of MASKED_FILL or below where b is -inf."""
         if np.shape(a) != np.shape(b):
             return False
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         with np.errstate(all="ignore"):
-            return bool(np.all(np.abs(np.asarray(a) - np.asarray(b)) <= self.atol))
+            ok = (np.abs(a - b) <= self.atol) | (a == b) | (np.isneginf(b) & (a <= MASKED_FILL))
+        return bool(np.all(ok))
 
     def _feedback(self, answer):
         arr, problem = _read(answer)
         if problem is not None:
             return problem
         if not np.all(np.isfinite(arr)):
-            what = "NaN ('not a number')" if np.isnan(arr).any() else "inf (infinity)"
-            text = (f"Your answer contains {what}. NaN and inf usually come from 0/0, from inf - inf, "
-                    "or from exp() of a very large number.")
-            if self.weights:
-                text += (" In a softmax, subtract each row's maximum before exp(); and check your mask: masked "
-                         "scores must be -inf (not +inf), and every row must keep at least one key.")
-            return Feedback(False, "nan_inf", text)
+            for key, message, value in self._variants:
+                if not np.all(np.isfinite(value)) and self._close(arr, value):
+                    return Feedback(False, key, message)
+            return self._nonfinite_feedback(arr)
         if self._close(arr, self.expected):
             text = "Correct! " + self.correct_note
             if isinstance(answer, (list, tuple)) and np.ndim(self.expected) > 0:
-                text += ("\n(You gave a Python list; the values are right, so it counts. In numpy code you will "
-                         "usually keep an array: np.array(your_list) makes one, and arrays let you write Q @ K.T.)")
+                kind = "tuple" if isinstance(answer, tuple) else "list"
+                text += (f"\n(You gave a Python {kind}; the values are right, so it counts. In numpy code you will "
+                         f"usually keep an array: np.array(your_{kind}) makes one, and arrays let you write Q @ K.T.)")
             return Feedback(True, None, text)
         for key, message, value in self._variants:
             if self._close(arr, value):
                 return Feedback(False, key, message)
+        rounded = self._rounded_to(arr)
+        if rounded is not None:
+            places = "whole numbers" if rounded == 0 else f"{rounded} decimal{'s' if rounded > 1 else ''}"
+            return Feedback(False, "rounded",
+                            f"Rounded too far: your answer is the right one rounded to {places}, and that moves it "
+                            "further than the checker allows. Keep at least 3 decimals, or do not round at all.")
+        other = self._other_exercise(arr)
+        if other is not None:
+            return Feedback(False, "other_exercise",
+                            f"That is the answer to another exercise: {other.title}. This one asks for {self.title}.")
         if arr.shape != self.expected.shape:
-            return self._shape_feedback(arr)
+            return self._shape_feedback(arr, answer)
         if self.weights:
             found = self._weights_feedback(arr)
             if found is not None:
                 return found
         return Feedback(False, "different", self._where_different(arr) + " The hint cell below may help.")
 
-    def _shape_feedback(self, arr):
+    def _nonfinite_feedback(self, arr):
+        if np.isnan(arr).any():
+            text = ("Your answer contains NaN ('not a number'). NaN usually comes from 0/0, from inf - inf, "
+                    "or from exp() of a very large number.")
+            if self.weights:
+                text += (" In a softmax, subtract each row's maximum before exp(); and check your mask: masked "
+                         "scores must be -inf (not +inf), and every row must keep at least one key.")
+        elif np.isposinf(arr).any():
+            text = "Your answer contains inf (infinity), which usually comes from exp() of a very large number."
+            if self.weights:
+                text += (" In a softmax, subtract each row's maximum before exp(); and masked scores must be "
+                         "-inf, not +inf.")
+        else:
+            text = "Your answer contains -inf (minus infinity)."
+            if self.weights:
+                text += (" A weight is never -inf: a masked score is -inf before the softmax, and exp(-inf) = 0 "
+                         "makes its weight 0 after it. Did you stop before the softmax?")
+            else:
+                text += " It usually comes from log(0) or from a mask; this answer is ordinary numbers."
+        return Feedback(False, "nan_inf", text)
+
+    def _rounded_to(self, arr):
+        """k if ``arr`` is the right answer rounded to k < 3 decimals (rounding too far), else None."""
+        if arr.shape != self.expected.shape:
+            return None
+        for k in (2, 1, 0):
+            if (np.all(np.abs(arr - np.round(arr, k)) <= 1e-9)
+                    and np.all(np.abs(arr - self.expected) <= 0.5 * 10.0 ** -k + 1e-9)):
+                return k
+        return None
+
+    def _other_exercise(self, arr):
+        for other in _other_exercises(self):
+            if (isinstance(other, _NumericExercise) and not self._close(other.expected, self.expected)
+                    and other._close(arr, other.expected)):
+                return other
+        return None
+
+    def _shape_feedback(self, arr, answer):
         want = self.expected.shape
         text = (f"Wrong shape: the answer is {_shape_words(want)} ({self.shape_note}); "
                 f"yours is {_shape_words(arr.shape)}.")
         if arr.size == self.expected.size and self._close(arr.reshape(want), self.expected):
-            fix = "float(answer)" if want == () else f"answer.reshape{want}"
-            text += f" The numbers are right; only the shape differs. Try {fix}."
+            text += f" The numbers are right; only the shape differs. Try {_reshape_fix(answer, want)}."
+        elif self.expected.ndim == 2 and arr.size == want[1]:
+            row = next((i for i, r in enumerate(self.expected) if self._close(arr.reshape(-1), r)), None)
+            if row is not None:
+                name = f"'{self.labels_rows[row]}'" if self.labels_rows is not None else str(row)
+                text += f" Your numbers are the row of {name} alone; the exercise asks for every row."
         return Feedback(False, "shape", text)
 
     def _weights_feedback(self, arr):
+        if self._close(arr / 100, self.expected):
+            return Feedback(False, "percent",
+                            "These look like percentages: the numbers are right, but out of 100. Give the weights "
+                            "as fractions of 1 (0.25, not 25), so that each row sums to 1.")
         if (arr < 0).any():
             return Feedback(False, "negative",
                             "Attention weights are never negative: each is an exponential divided by a positive sum. "
@@ -307,6 +447,12 @@ def _index(tokens, token, name):
     return tokens.index(token)
 
 
+def _code(lines):
+    """Solution lines (code, comment) with the comments lined up after the code."""
+    width = max((len(code) for code, note in lines if note), default=0)
+    return "\n".join(f"{code:<{width}}   # {note}" if note else code for code, note in lines)
+
+
 # --------------------------------------------------------------------------
 # The exercises
 # --------------------------------------------------------------------------
@@ -316,18 +462,21 @@ class ScoreExercise(_NumericExercise):
 
     X: (n, d_model) word vectors, one row per token; W_Q, W_K: (d_model, d_k).
     tokens: the n tokens. query, key: the asking word and the word it scores.
+    names: the notebook's names for X, W_Q, W_K and the two words' positions
+    (e.g. {"flooded": "flooded"}), for the solution.
     The answer is the single number (x_query W_Q) . (x_key W_K).
     """
 
-    def __init__(self, X, W_Q, W_K, tokens, query, key):
+    def __init__(self, X, W_Q, W_K, tokens, query, key, names=None):
         X, W_Q, W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
         i, j = _index(tokens, query, "query"), _index(tokens, key, "key")
         q, k = X[i] @ W_Q, X[j] @ W_K
         self.expected = np.asarray(q @ k)
         self.atol = EXACT_ATOL
         self.shape_note = "one dot product gives one number"
-        d_k = W_K.shape[1]
-        self._set_variants([
+        self.title = f"the score of '{query}' against the key of '{key}'"
+        d_model, d_k = X.shape[1], W_K.shape[1]
+        variants = [
             ("terms_not_summed",
              f"You multiplied the matching entries ({_fmt(q * k)}) but did not add them up. "
              "A dot product is one number: the sum of those products.", q * k),
@@ -340,21 +489,38 @@ class ScoreExercise(_NumericExercise):
              "with W_K first, then take their dot product.", X[i] @ X[j]),
             ("key_not_projected",
              f"You scored the query against the word vector of '{key}' itself. Make its key first: x_{key} W_K.",
-             q @ X[j]),
+             q @ X[j] if d_model == d_k else None),
             ("query_not_projected",
              f"You used the word vector of '{query}' itself as the query. Make the query first: x_{query} W_Q.",
-             X[i] @ k),
+             X[i] @ k if d_model == d_k else None),
             ("already_scaled",
              f"That is the score divided by sqrt(d_k) = {_fmt(np.sqrt(d_k))}: one step too far. The division "
              "comes next; the exercise asks for the raw score.", (q @ k) / np.sqrt(d_k)),
-        ])
-        terms = " + ".join(f"{_fmt(a)} × {_fmt(b)}" for a, b in zip(q, k))
+            ("divided_by_d_k",
+             f"You divided by d_k = {d_k}. The exercise asks for the raw score, before any division; and the "
+             f"scaling that comes next divides by the square root, sqrt(d_k) = {_fmt(np.sqrt(d_k))}, not by d_k.",
+             (q @ k) / d_k),
+        ]
+        if d_model != d_k:
+            variants += [
+                ("sqrt_d_model",
+                 f"That is the score divided by sqrt(d_model) = {_fmt(np.sqrt(d_model))}. The exercise asks for "
+                 "the raw score, before any division; and the scaling that comes next uses d_k, the width of the "
+                 "keys, not d_model, the width of the word vectors.", (q @ k) / np.sqrt(d_model)),
+                ("divided_by_d_model",
+                 f"You divided by d_model = {d_model}, the width of the word vectors. The exercise asks for the "
+                 "raw score, before any division.", (q @ k) / d_model),
+            ]
+        self._set_variants([v for v in variants if v[2] is not None])   # None: impossible with these widths
+        names = _Names(names, {"X": "X", "W_Q": "W_Q", "W_K": "W_K"})
         self.hint_text = (f"The query of '{query}' is its word vector times W_Q; the key of '{key}' is its word "
                           "vector times W_K. Then multiply matching entries and add them up.")
-        self.solution_text = (f"q = x_{query} @ W_Q = {_fmt(q)}\n"
-                              f"k = x_{key} @ W_K = {_fmt(k)}\n"
-                              f"score = {terms} = {_fmt(self.expected)}\n"
-                              "In numpy: q @ k, or (q * k).sum().")
+        terms = " + ".join(f"{_term(a)} × {_term(b)}" for a, b in zip(q, k))
+        self.solution_text = _code([
+            (f"my_q = {names['X']}[{names.row(query)}] @ {names['W_Q']}", f"the query of '{query}': {_fmt(q)}"),
+            (f"my_k = {names['X']}[{names.row(key)}] @ {names['W_K']}", f"the key of '{key}': {_fmt(k)}"),
+            ("answer = my_q @ my_k", f"{terms} = {_fmt(self.expected)}"),
+        ])
         self.correct_note = (f"'{query}' scores '{key}' at {_fmt(self.expected)}: "
                              "the query and the key, entry by entry, multiplied and added.")
 
@@ -364,12 +530,14 @@ class SoftmaxRowExercise(_NumericExercise):
 
     scores: (n_k,) the raw scores Q K^T of one query. d_k: the key width.
     labels: the n_k keys' names. d_model: optional embedding width; when it
-    differs from d_k, dividing by sqrt(d_model) is named as a mistake.
+    differs from d_k, dividing by sqrt(d_model) or d_model is named as a
+    mistake. names: the notebook's names for "scores" (this row, e.g.
+    "scores[flooded]") and "d_k", for the solution.
     """
 
     weights = True
 
-    def __init__(self, scores, d_k, labels, d_model=None):
+    def __init__(self, scores, d_k, labels, d_model=None, names=None):
         s = np.asarray(scores, dtype=float)
         if s.ndim != 1:
             raise ValueError(f"scores must be one row of raw scores, shape (n_k,); got shape {s.shape}")
@@ -380,6 +548,7 @@ class SoftmaxRowExercise(_NumericExercise):
         self.expected = softmax(s / root)
         self.atol = WEIGHTS_ATOL
         self.shape_note = f"one weight per key, {s.size} keys"
+        self.title = f"the weights of one query from its raw scores {_fmt(s)}"
         variants = [
             ("no_scaling",
              f"These are the weights of the raw scores: the scaling is forgotten. Divide the scores by "
@@ -399,20 +568,31 @@ class SoftmaxRowExercise(_NumericExercise):
              "You divided the scaled scores by their sum without exponentiating them first. The softmax "
              "takes exp() of each score, then divides by the sum of those exponentials.",
              (s / root) / np.sum(s / root)),
+            ("no_softmax",
+             "These are the scaled scores, not weights: you still need the softmax (exp() of each, divided by "
+             "the sum of those exponentials).", s / root),
+            ("raw_scores",
+             "These are the raw scores themselves. Divide them by sqrt(d_k), then take the softmax to turn "
+             "them into weights.", s),
         ]
         if d_model is not None and d_model != d_k:
-            variants.insert(1, ("sqrt_d_model",
-                                f"You divided by sqrt(d_model) = {_fmt(np.sqrt(d_model))}, the width of the word "
-                                f"vectors; divide by sqrt(d_k) = {_fmt(root)}, the width of the keys.",
-                                softmax(s / np.sqrt(d_model))))
+            variants[1:1] = [
+                ("sqrt_d_model",
+                 f"You divided by sqrt(d_model) = {_fmt(np.sqrt(d_model))}, the width of the word vectors; "
+                 f"divide by sqrt(d_k) = {_fmt(root)}, the width of the keys.", softmax(s / np.sqrt(d_model))),
+                ("divided_by_d_model",
+                 f"You divided by d_model = {d_model}, the width of the word vectors. Divide by the square root "
+                 f"of the key width, sqrt(d_k) = {_fmt(root)}.", softmax(s / d_model)),
+            ]
         self._set_variants(variants)
+        names = _Names(names, {"scores": "scores", "d_k": str(d_k)})
         self.hint_text = ("Two steps. First divide every score by sqrt(d_k). Then the softmax: exp() of each "
                           "scaled score, divided by the sum of those exponentials.")
-        self.solution_text = (f"# s: the raw scores, {_fmt(s)}\n"
-                              f"scaled = s / np.sqrt({d_k})   # {_fmt(s / root)}\n"
-                              "e = np.exp(scaled - scaled.max())   # subtracting the max changes nothing but avoids overflow\n"
-                              "weights = e / e.sum()\n"
-                              f"# gives {_fmt(self.expected)}, which sums to 1")
+        self.solution_text = _code([
+            (f"my_scaled = {names['scores']} / np.sqrt({names['d_k']})", _fmt(s / root)),
+            ("my_e = np.exp(my_scaled - my_scaled.max())", "subtracting the max changes nothing but avoids overflow"),
+            ("answer = my_e / my_e.sum()", f"{_fmt(self.expected)}, which sums to 1"),
+        ])
         self.correct_note = f"The weights sum to 1 and the largest goes to '{self.labels_cols[int(self.expected.argmax())]}'."
 
 
@@ -421,7 +601,9 @@ class AttentionWeightsExercise(_NumericExercise):
 
     X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k); labels: n tokens.
     mask: optional boolean (n, n), True = may attend (e.g. causal_mask(n)).
-    names: what the notebook calls X, W_Q and W_K, for the hint and solution.
+    names: the notebook's names for "X", "W_Q", "W_K" and "mask", and for
+    "Q" and "K" when the notebook has already made them (then the solution
+    reads them instead of making its own); a tuple (X, W_Q, W_K) also works.
     The answer is softmax(Q K^T / sqrt(d_k)) row by row, with masked scores
     set to -inf before the softmax: shape (n, n), queries on the rows.
     """
@@ -442,6 +624,7 @@ class AttentionWeightsExercise(_NumericExercise):
         _, self.expected = scaled_dot_product_attention(Q, K, np.zeros((n, 1)), mask=mask)
         self.atol = WEIGHTS_ATOL
         self.shape_note = f"({n}, {n}): one row per query, one column per key"
+        self.title = f"the ({n}, {n}) matrix of {'masked ' if mask is not None else ''}attention weights of '{' '.join(labels)}'"
         S = Q @ K.T
         root = np.sqrt(d_k)
 
@@ -459,6 +642,13 @@ class AttentionWeightsExercise(_NumericExercise):
             ("divided_by_d_k",
              f"You divided by d_k = {d_k}; divide by its square root, sqrt(d_k) = {_fmt(root)}.",
              masked_softmax(S / d_k)),
+        ]
+        if d_model != d_k:
+            variants.append(
+                ("divided_by_d_model",
+                 f"You divided by d_model = {d_model}, the width of the word vectors. Divide by the square root "
+                 f"of the key width, sqrt(d_k) = {_fmt(root)}: d_k = K.shape[-1].", masked_softmax(S / d_model)))
+        variants += [
             ("wrong_axis",
              "The softmax ran over the wrong axis: your columns sum to 1, but each row (one query's weights "
              "over the keys) must. Use axis=-1 (or axis=1), with keepdims=True when you divide.",
@@ -480,7 +670,20 @@ class AttentionWeightsExercise(_NumericExercise):
              "You divided by the sum of the whole matrix, so the weights do not sum to 1 along each row "
              "(only all together). Divide each row by its own sum: e.sum(axis=-1, keepdims=True).",
              np.where(keep, np.exp(S / root), 0.0) / np.where(keep, np.exp(S / root), 0.0).sum()),
+            ("no_softmax",
+             ("These look like masked scores: you still need the softmax. Take exp() of each (a masked -inf "
+              "becomes 0) and divide each row by its sum." if mask is not None else
+              "These are the scaled scores, not weights: you still need the softmax. Take exp() of each and "
+              "divide each row by its sum."), np.where(keep, S / root, -np.inf)),
+            ("raw_scores",
+             f"These are the raw scores themselves{', masked' if mask is not None else ''}. Divide them by "
+             "sqrt(d_k), then take the softmax of each row to turn them into weights.", np.where(keep, S, -np.inf)),
         ]
+        if mask is not None:
+            variants.append(
+                ("no_softmax",
+                 "These are the scaled scores, before the mask: you still need the softmax, with the masked scores "
+                 "set to -inf first.", S / root))
         if mask is not None:
             masked_softmax_flipped = softmax(np.where(keep.T, S / root, -np.inf))
             variants += [
@@ -501,16 +704,28 @@ class AttentionWeightsExercise(_NumericExercise):
                  "masked scores to -inf before the softmax.", softmax(S / root)),
             ]
         self._set_variants(variants)
-        mask_line = "scores = np.where(mask, scores, -np.inf)   # True = may attend\n" if mask is not None else ""
-        x, wq, wk = names
-        self.hint_text = (f"Q = {x} @ {wq} and K = {x} @ {wk}; the scores are Q @ K.T, divided by sqrt(d_k) where "
-                          "d_k = K.shape[-1]. " + ("Set masked scores to -inf, then " if mask is not None else "Then ")
-                          + "take the softmax of each row: exp(), divided by the row's sum (axis=-1, keepdims=True).")
-        self.solution_text = (f"Q = {x} @ {wq}\nK = {x} @ {wk}\n"
-                              "scores = Q @ K.T / np.sqrt(K.shape[-1])\n" + mask_line +
-                              "e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
-                              "weights = e / e.sum(axis=-1, keepdims=True)\n"
-                              f"# gives\n{_fmt(self.expected)}")
+        names = _Names(names, {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "mask": "mask"})
+        x, wq, wk = names["X"], names["W_Q"], names["W_K"]
+        make = "" if names["Q"] and names["K"] else f"Make the queries and keys first, from {x} with {wq} and {wk}. "
+        self.hint_text = (
+            "The same steps as for one row, done for every row at once. " + make +
+            "One matrix product gives every query's scores against every key: which of Q @ K.T and K @ Q.T puts "
+            "the queries on the rows? Scale the scores as before. "
+            + ("A masked key must end with weight exactly 0: what score has exp(score) = 0? " if mask is not None else "")
+            + "Then a softmax along each row: which axis runs along a row, and what does keepdims=True change "
+              "when you divide?")
+        lines = []
+        Qn, Kn = names["Q"], names["K"]
+        if not (Qn and Kn):
+            lines += [(f"my_Q = {x} @ {wq}", "queries, one row per word"), (f"my_K = {x} @ {wk}", "keys")]
+            Qn, Kn = "my_Q", "my_K"
+        lines.append((f"my_scores = {Qn} @ {Kn}.T / np.sqrt({Kn}.shape[-1])", f"d_k = {Kn}.shape[-1] = {d_k}"))
+        if mask is not None:
+            lines.append((f"my_scores = np.where({names['mask']}, my_scores, -np.inf)", "True = may attend"))
+        lines += [("my_e = np.exp(my_scores - my_scores.max(axis=-1, keepdims=True))", ""),
+                  ("weights = my_e / my_e.sum(axis=-1, keepdims=True)", "each row sums to 1"),
+                  ("answer = weights", "")]
+        self.solution_text = _code(lines) + "\n# gives\n" + _comment(_fmt(self.expected))
         self.correct_note = "Every row sums to 1" + (", and no word reads a masked one." if mask is not None else ".")
 
 
@@ -518,39 +733,48 @@ class ProjectionExercise(_NumericExercise):
     """One word's query, key or value: its row vector times W_Q, W_K or W_V.
 
     X: (n, d_model); W_Q, W_K, W_V: (d_model, d); tokens: n names; token: the
-    word; role: "query", "key" or "value". The answer is x_token @ W_role.
+    word; role: "query", "key" or "value". names: the notebook's names for
+    "X", "W_Q", "W_K", "W_V" and the word's position. The answer is
+    x_token @ W_role.
     """
 
-    def __init__(self, X, W_Q, W_K, W_V, tokens, token, role="key"):
+    def __init__(self, X, W_Q, W_K, W_V, tokens, token, role="key", names=None):
         X = _matrix(X, "X")
         mats = {"query": _matrix(W_Q, "W_Q"), "key": _matrix(W_K, "W_K"), "value": _matrix(W_V, "W_V")}
-        names = {"query": "W_Q", "key": "W_K", "value": "W_V"}
+        mat_names = {"query": "W_Q", "key": "W_K", "value": "W_V"}
         if role not in mats:
             raise ValueError(f"role must be 'query', 'key' or 'value'; got {role!r}")
         x = X[_index(tokens, token, "token")]
-        W = mats[role]
+        W, Wn = mats[role], mat_names[role]
         self.expected = x @ W
         self.atol = EXACT_ATOL
         self.shape_note = f"one vector of {W.shape[1]} numbers"
+        self.title = f"the {role} of '{token}'"
         variants = [
             ("matrix_order",
-             f"You multiplied {names[role]} by x as a column ({names[role]} x). The course writes word vectors as "
-             f"rows, as Vaswani et al. (2017) do: x {names[role]}, in numpy x @ {names[role]}.", W @ x if W.shape[0] == W.shape[1] else None),
+             f"You multiplied {Wn} by x as a column ({Wn} x). The course writes word vectors as "
+             f"rows, as Vaswani et al. (2017) do: x {Wn}, in numpy x @ {Wn}.", W @ x if W.shape[0] == W.shape[1] else None),
             ("elementwise",
              "You multiplied entry by entry (*), which gives a matrix. A projection is a matrix product: "
-             f"x @ {names[role]}.", x * W if W.shape[1] == x.size else None),
+             f"x @ {Wn}.", x * W if W.shape[1] == x.size else None),
+            ("not_projected",
+             f"That is the word's vector before {Wn}: x_{token} itself. Its {role} is x_{token} {Wn}, "
+             f"in numpy x @ {Wn}.", x if W.shape[1] == x.size else None),
         ]
         for other in ("query", "key", "value"):
             if other != role:
-                variants.append((f"used_{names[other]}",
-                                 f"That is the {other} of '{token}' (x {names[other]}); the {role} uses {names[role]}.",
+                variants.append((f"used_{mat_names[other]}",
+                                 f"That is the {other} of '{token}' (x {mat_names[other]}); the {role} uses {Wn}.",
                                  x @ mats[other]))
         self._set_variants([v for v in variants if v[2] is not None])
-        self.hint_text = (f"Take the row vector of '{token}' and multiply it by {names[role]} on its right: "
-                          f"entry j of the {role} is x[0] * {names[role]}[0, j] + x[1] * {names[role]}[1, j] + ...")
-        cols = "\n".join(f"{role}[{j}] = " + " + ".join(f"{_fmt(a)} × {_fmt(b)}" for a, b in zip(x, W[:, j]))
-                         + f" = {_fmt(self.expected[j])}" for j in range(W.shape[1]))
-        self.solution_text = f"x_{token} = {_fmt(x)}\n{cols}\nIn numpy: x @ {names[role]} gives {_fmt(self.expected)}."
+        names = _Names(names, {"X": "X", **{m: m for m in mat_names.values()}})
+        self.hint_text = (f"Take the row vector of '{token}' and multiply it by {Wn} on its right: "
+                          f"entry j of the {role} is x[0] * {Wn}[0, j] + x[1] * {Wn}[1, j] + ...")
+        by_hand = [f"{role}[{j}] = " + " + ".join(f"{_term(a)} × {_term(b)}" for a, b in zip(x, W[:, j]))
+                   + f" = {_fmt(self.expected[j])}" for j in range(W.shape[1])]
+        self.solution_text = (_comment("\n".join([f"x_{token} = {_fmt(x)}", *by_hand])) + "\n"
+                              + _code([(f"answer = {names['X']}[{names.row(token)}] @ {names[Wn]}",
+                                        _fmt(self.expected))]))
         self.correct_note = f"The {role} of '{token}' is {_fmt(self.expected)}."
 
 
@@ -558,13 +782,15 @@ class OutputExercise(_NumericExercise):
     """One word's output: the weighted mix of the values, weights from scaled dot-product attention.
 
     X: (n, d_model); W_Q, W_K: (d_model, d_k); W_V: (d_model, d_v);
-    tokens: n names; token: the word whose output is asked. The answer has
-    shape (d_v,). Tolerance: with every weight rounded to 3 decimals (off by
-    up to 0.0005), output entry c is off by at most 0.0005 times the sum of
+    tokens: n names; token: the word whose output is asked. names: the
+    notebook's names for "Q", "K", "V" (or, where it has not made them, "X",
+    "W_Q", "W_K", "W_V") and the word's position. The answer has shape
+    (d_v,). Tolerance: with every weight rounded to 3 decimals (off by up to
+    0.0005), output entry c is off by at most 0.0005 times the sum of
     |V[:, c]|; another 0.0005 allows for rounding the output itself.
     """
 
-    def __init__(self, X, W_Q, W_K, W_V, tokens, token):
+    def __init__(self, X, W_Q, W_K, W_V, tokens, token, names=None):
         X, W_Q, W_K, W_V = (_matrix(m, name) for m, name in ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
         i = _index(tokens, token, "token")
         Q, K, V = X @ W_Q, X @ W_K, X @ W_V
@@ -572,17 +798,30 @@ class OutputExercise(_NumericExercise):
         self.expected = out[i]
         self.atol = EXACT_ATOL * np.abs(V).sum(axis=0) + EXACT_ATOL
         self.shape_note = f"the output of '{token}' is one vector of d_v = {V.shape[1]} numbers"
-        scaled = (Q @ K.T)[i] / np.sqrt(K.shape[1])
+        self.title = f"the output of '{token}'"
+        names = _Names(names, {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V"})
+        values = names["V"] or f"{names['X']} @ {names['W_V']}"
+        root = np.sqrt(K.shape[1])
+        scaled = (Q @ K.T)[i] / root
         variants = [
             ("mixed_embeddings",
-             "You mixed the word vectors X, not the values. The output mixes the values V = X @ W_V.", W[i] @ X),
-            ("mixed_keys", "You mixed the keys; the output mixes the values V = X @ W_V.", W[i] @ K),
+             f"You mixed the word vectors {names['X']}, not the values. The output mixes the values, {values}.",
+             W[i] @ X),
+            ("mixed_keys", f"You mixed the keys; the output mixes the values, {values}.", W[i] @ K),
             ("mixed_scores",
              "You weighted the values by the scaled scores, not by the weights. Take the softmax of the scores "
              "first, so the weights are positive and sum to 1.", scaled @ V),
             ("no_scaling",
              "You used the weights of the raw scores: the scaling is forgotten. Divide the scores by sqrt(d_k) "
              "before the softmax.", softmax((Q @ K.T)[i]) @ V),
+            ("transposed_scores",
+             f"You computed K @ Q.T (or took a column of the scores): that scores the key of '{token}' against "
+             f"every query. The scores of '{token}' are its query against every key: q_{token} @ K.T.",
+             softmax((Q @ K.T)[:, i] / root) @ V),
+            ("column_not_row",
+             f"You used the column of '{token}' in the weights (how much each word attends to '{token}') instead "
+             f"of its row (how much '{token}' attends to each word): rows vs columns. Queries are the rows.",
+             W[:, i] @ V),
             ("plain_average",
              "That is the plain average of the values: every word counted equally. Weight each value by "
              f"the attention weight of '{token}' on that word.", V.mean(axis=0)),
@@ -592,11 +831,28 @@ class OutputExercise(_NumericExercise):
              f"That is every word's output, one row per word. The exercise asks for the row of '{token}' only.", out),
         ]
         self._set_variants(variants)
-        self.hint_text = (f"Take the row of attention weights of '{token}' (one weight per word) and the values V = X @ W_V "
-                          "(one row per word). Multiply each word's value by its weight and add them up.")
+        lines = []
+        if names["Q"]:
+            q_row = f"{names['Q']}[{names.row(token)}]"
+        else:
+            lines.append((f"my_q = {names['X']}[{names.row(token)}] @ {names['W_Q']}", f"the query of '{token}'"))
+            q_row = "my_q"
+        Kn, Vn = names["K"], names["V"]
+        if not Kn:
+            lines.append((f"my_K = {names['X']} @ {names['W_K']}", "the keys"))
+            Kn = "my_K"
+        if not Vn:
+            lines.append((f"my_V = {names['X']} @ {names['W_V']}", "the values"))
+            Vn = "my_V"
+        lines += [(f"my_scores = {q_row} @ {Kn}.T / np.sqrt({Kn}.shape[-1])", _fmt(scaled)),
+                  ("my_e = np.exp(my_scores - my_scores.max())", ""),
+                  ("my_weights = my_e / my_e.sum()", _fmt(W[i])),
+                  (f"answer = my_weights @ {Vn}", "one term per word, weight × value:")]
         terms = "\n".join(f"  {'+' if j else ' '} {_fmt(w)} × {_fmt(v):<12} ({tokens[j]})" for j, (w, v) in enumerate(zip(W[i], V)))
-        self.solution_text = (f"weights = {_fmt(W[i])}\nV = X @ W_V\n"
-                              f"output = weights @ V, one term per word:\n{terms}\n  = {_fmt(self.expected)}")
+        self.solution_text = _code(lines) + "\n" + _comment(f"{terms}\n  = {_fmt(self.expected)}")
+        self.hint_text = (f"Four steps, each one you have seen: the scores of the query of '{token}' against every "
+                          f"key (one product with {Kn if names['K'] else 'the keys'}.T gives them all), the division "
+                          "by sqrt(d_k), the softmax, then each word's value times its weight, all added up.")
         self.correct_note = f"'{token}' leaves as {_fmt(self.expected)}, a mix of the values weighted by attention."
 
 
@@ -638,8 +894,10 @@ class DkPredictionExercise(_Exercise):
         self.hint_text = ("A score is a sum of d_k products. If each product is a random number of about size 1, "
                           "how far apart do sums of d_k of them typically land? What does a softmax do with scores "
                           "that are far apart?")
-        self.solution_text = (f"({self.answer}) {self.OPTIONS[self.answer]}.\n{self._why(self.answer)}\n\n"
-                              f"Measured with {self.d_k_values[0]} <= d_k <= {self.d_k_values[-1]}:\n{self._table_text()}")
+        why = "\n".join(textwrap.wrap(self._why(self.answer), 88))
+        self.solution_text = (f"answer = {self.answer!r}   # {self.OPTIONS[self.answer]}\n"
+                              + _comment(f"{why}\n\nMeasured with {self.d_k_values[0]} <= d_k <= {self.d_k_values[-1]}:\n"
+                                         f"{self._table_text()}"))
 
     def question(self):
         """Print the question and its options."""

@@ -60,6 +60,16 @@ PHRASES = {
     "chose_b": "Not quite",
     "chose_c": "That is what happens WITH the division",
     "not_a_choice": "one of the letters",
+    "type": "a type",
+    "none_entry": "None in it",
+    "rounded": "Rounded too far",
+    "other_exercise": "another exercise",
+    "divided_by_d_model": "You divided by d_model",
+    "no_softmax": "you still need the softmax",
+    "raw_scores": "the raw scores themselves",
+    "not_projected": "the word's vector before",
+    "column_not_row": "rows vs columns",
+    "percent": "percentages",
 }
 
 # The named mistakes of issue 3, and the keys that name them.
@@ -100,6 +110,17 @@ CASES = {
             ("nan_inf", "answer = float('nan')", "NaN"),
             ("not_numbers", "answer = '1.2'", "Remove the quotes"),
             ("different", "answer = 1.5"),
+            ("divided_by_d_k", "answer = (X[flooded] @ W_Q) @ (X[bank] @ W_K) / d_k"),
+            (None, "answer = np.float32((X[flooded] @ W_Q) @ (X[bank] @ W_K))"),
+            (None, "answer = (X[flooded] @ W_Q) @ (X[bank] @ W_K) + 1e-9"),
+            ("shape", "answer = [1.2]", "Try np.asarray(answer).item()"),
+            ("shape", "answer = (1.2,)", "Try np.asarray(answer).item()"),
+            ("shape", "answer = np.array([1.2])", "Try answer.item()"),
+            ("shape", "answer = np.matrix(1.2)", "Try np.asarray(answer).item()"),
+            ("rounded", "answer = 1", "whole numbers"),
+            ("type", "answer = float", "float(x)"),
+            ("function", "answer = np.dot"),
+            ("other_exercise", "answer = [0.117, 0.353, 0.231, 0.298]", "the weights of one query"),
         ],
         "ex_softmax": [
             (None, "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
@@ -117,6 +138,17 @@ CASES = {
             ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).reshape(4, 1)",
              "shape (4,)"),
             ("nan_inf", "s = scores[flooded] * 1000\nanswer = np.exp(s) / np.exp(s).sum()", "NaN"),
+            ("no_softmax", "answer = scores[flooded] / np.sqrt(d_k)"),
+            ("raw_scores", "answer = scores[flooded]"),
+            ("percent", "s = scores[flooded] / np.sqrt(d_k)\nanswer = 100 * np.exp(s) / np.exp(s).sum()"),
+            ("rounded", "answer = [0.12, 0.35, 0.23, 0.3]", "2 decimals"),
+            (None, "answer = (0.117, 0.353, 0.231, 0.298)", "Python tuple"),
+            (None, "s = scores[flooded] / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).astype(np.float32)"),
+            ("none_entry", "answer = [0.117, None, 0.231, 0.298]"),
+            ("shape", "answer = [[0.117, 0.353, 0.231, 0.298]]", "Try np.asarray(answer).reshape(4,)"),
+            ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.matrix(np.exp(s) / np.exp(s).sum())",
+             "Try np.asarray(answer).reshape(4,)"),
+            ("other_exercise", "answer = 1.2", "the score of 'flooded'"),
         ],
         "ex_causal": [
             (None, _CAUSAL_OK + "\nanswer = w"),
@@ -159,6 +191,19 @@ CASES = {
              "s = np.where(mask, Q @ K.T / np.sqrt(d_k), np.inf)\ne = np.exp(s)\n"
              "answer = e / e.sum(axis=1, keepdims=True)", "NaN"),
             ("unreadable", "answer = [[1.0], [0.2, 0.8]]", "same length"),
+            ("no_softmax", "answer = np.where(mask, Q @ K.T / np.sqrt(2), -np.inf)", "masked scores"),
+            ("no_softmax", "answer = np.where(mask, Q @ K.T / np.sqrt(d_k), -1e9)", "masked scores"),
+            ("raw_scores", "answer = np.where(mask, Q @ K.T, -np.inf)", "masked"),
+            ("no_softmax", "answer = Q @ K.T / np.sqrt(d_k)", "before the mask"),
+            ("nan_inf", "answer = np.where(mask, 0.5, -np.inf)", "-inf (minus infinity)"),
+            ("rounded", _CAUSAL_OK + "\nanswer = np.round(w, 2)", "2 decimals"),
+            ("rounded", _CAUSAL_OK + "\nanswer = np.round(w, 1)", "1 decimal,"),
+            (None, _CAUSAL_OK + "\nanswer = np.matrix(w)"),
+            (None, _CAUSAL_OK + "\nanswer = tuple(map(tuple, w))", "Python tuple"),
+            (None, _CAUSAL_OK + "\nanswer = w.astype(np.float32) + 1e-9"),
+            ("shape", _CAUSAL_OK + "\nanswer = w[bank]", "the row of 'bank' alone"),
+            ("shape", _CAUSAL_OK + "\nanswer = w.ravel()", "Try answer.reshape(4, 4)"),
+            ("other_exercise", _CAUSAL_OK + "\nanswer = w[flooded]", "the weights of one query"),
         ],
     },
     "02_two_senses.ipynb": {
@@ -173,6 +218,11 @@ CASES = {
             ("shape", "answer = X_m[interest_m:interest_m + 1] @ W_K", "answer.reshape(2,)"),
             ("nan_inf", "answer = np.array([1.0, np.inf])", "inf"),
             ("different", "answer = np.array([1.0, 2.0])"),
+            ("not_projected", "answer = X_m[interest_m]", "before W_K"),
+            ("shape", "answer = [[1, 3]]", "Try np.asarray(answer).reshape(2,)"),
+            (None, "answer = (X_m[interest_m] @ W_K).astype(int)"),
+            ("type", "answer = int", "`int`"),
+            ("other_exercise", "answer = [2.779, -1.589]", "the output of 'bank'"),
         ],
         "ex_output": [
             (None, "answer = W_m[bank_m] @ V_m"),
@@ -186,6 +236,10 @@ CASES = {
             ("plain_sum", "answer = V_m.sum(axis=0)"),
             ("all_outputs", "answer = W_m @ V_m"),
             ("shape", "answer = (W_m[bank_m] @ V_m).reshape(1, 2)"),
+            (None, "s = Q_m[bank_m] @ K_m.T / np.sqrt(2)\ne = np.exp(s)\nanswer = e / e.sum() @ V_m"),
+            ("column_not_row", "answer = W_m[:, bank_m] @ V_m"),
+            ("rounded", "answer = [2.8, -1.6]", "1 decimal"),
+            ("other_exercise", "answer = np.array([1.0, 3.0])", "the key of 'interest'"),
         ],
         "ex_attention": [
             (None, _THREE + "\ns = Q @ K.T / np.sqrt(K.shape[-1])\ne = np.exp(s - s.max(axis=-1, keepdims=True))\n"
@@ -209,6 +263,12 @@ CASES = {
             ("shape",
              _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = (e / e.sum(axis=1, keepdims=True))[0]", "(3, 3)"),
             ("nan_inf", _THREE + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
+            ("divided_by_d_model", _THREE + "\ne = np.exp(Q @ K.T / 3)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("divided_by_d_model",
+             _THREE + "\ne = np.exp(Q @ K.T / X3.shape[1])\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("no_softmax", _THREE + "\nanswer = Q @ K.T / np.sqrt(2)", "scaled scores"),
+            ("raw_scores", _THREE + "\nanswer = Q @ K.T"),
+            ("rounded", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = np.round(e / e.sum(axis=1, keepdims=True), 2)"),
         ],
         "ex_predict": [
             (None, "answer = 'a'"),
@@ -237,6 +297,9 @@ CASES = {
             ("shape", "s = scores_bank / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).reshape(10, 1)",
              "shape (10,)"),
             ("nan_inf", "s = scores_bank * 1000\nanswer = np.exp(s) / np.exp(s).sum()", "NaN"),
+            ("divided_by_d_model", "s = scores_bank / d_model\nanswer = np.exp(s) / np.exp(s).sum()"),
+            ("no_softmax", "answer = scores_bank / np.sqrt(d_k)"),
+            ("raw_scores", "answer = scores_bank"),
         ],
         "ex_head": [
             (None, _FOLDED + "\ns = Q @ K.T / np.sqrt(K.shape[-1])\ne = np.exp(s - s.max(axis=-1, keepdims=True))\n"
@@ -260,6 +323,10 @@ CASES = {
              _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True))[bank_r]",
              "(10, 10)"),
             ("nan_inf", _FOLDED + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
+            ("divided_by_d_model",   # d_model of this exercise's input is 385: the 384 features and the 1
+             _FOLDED + "\ne = np.exp(Q @ K.T / X1.shape[1])\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("no_softmax", _FOLDED + "\nanswer = Q @ K.T / np.sqrt(32)"),
+            ("raw_scores", _FOLDED + "\nanswer = Q @ K.T"),
             ("different", "K = X1[:, :-1] @ W_K1[:-1]\nQ = X1[:, :-1] @ W_Q1[:-1]\n"    # the biases left out
              "e = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=1, keepdims=True)"),
         ],
@@ -267,18 +334,30 @@ CASES = {
 }
 
 
-def run_in_process(path):
-    """Run a notebook's code cells in this process (figures to Agg) and return its namespace."""
+def answer_cell(nb, exercise):
+    """The cell where a learner answers ``exercise``: it starts as ``answer = ...`` and checks the answer."""
+    return next(c for c in nb.cells if c.cell_type == "code" and f"{exercise}.check(answer)" in c.source)
+
+
+def run_in_process(path, replace=None, printed=None):
+    """Run a notebook's code cells in this process (figures to Agg) and return its namespace.
+
+    replace: {cell id: source} to run instead of those cells' own source.
+    printed: a dict to fill with {cell id: what the cell printed}.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     nb = nbformat.read(path, as_version=4)
+    replace = replace or {}
     namespace = {"__name__": "__notebook__"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                exec(compile(cell.source, f"{path.name}:{cell.id}", "exec"), namespace)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                exec(compile(replace.get(cell.id, cell.source), f"{path.name}:{cell.id}", "exec"), namespace)
+            if printed is not None:
+                printed[cell.id] = out.getvalue()
     plt.close("all")
     return namespace

@@ -5,7 +5,9 @@ its exercise cell (the ``answer = ...`` line replaced by the learner's code),
 the copies are appended to the notebook, and the whole notebook runs top to
 bottom in a fresh kernel, as a learner's would. The printed feedback of each
 copy must name the case's mistake. (Appended at the end, so no case changes a
-name that a later cell of the notebook reads.)
+name that a later cell of the notebook reads.) And with every solution pasted
+over its `answer = ...` line, a fresh kernel runs the notebook top to bottom
+and every exercise says "Correct!".
 """
 
 import nbformat
@@ -13,7 +15,7 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
-from exercise_cases import CASES, PHRASES
+from exercise_cases import CASES, PHRASES, answer_cell, run_in_process
 from helpers.course import NOTEBOOKS_DIR
 
 
@@ -35,3 +37,19 @@ def test_mistakes_typed_into_exercise_cells_are_named_in_a_fresh_kernel(notebook
         printed = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stdout")
         for phrase in [PHRASES[key], *extra]:
             assert phrase in printed, f"{exercise} with {code!r}: expected {phrase!r}, got {printed!r}"
+
+
+@pytest.mark.parametrize("notebook", sorted(CASES))
+def test_every_solution_pasted_into_its_answer_cell_is_accepted_in_a_fresh_kernel(notebook):
+    solutions = run_in_process(NOTEBOOKS_DIR / notebook)
+    nb = nbformat.read(NOTEBOOKS_DIR / notebook, as_version=4)
+    pasted = {}
+    for exercise in CASES[notebook]:
+        cell = answer_cell(nb, exercise)
+        cell.source = "\n".join([solutions[exercise].solution().text, *cell.source.splitlines()[1:]])
+        pasted[exercise] = cell
+    NotebookClient(nb, timeout=60, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(NOTEBOOKS_DIR)}}).execute()
+    for exercise, cell in pasted.items():
+        printed = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stdout")
+        assert printed.startswith("Correct!"), f"{exercise}: {printed!r}"

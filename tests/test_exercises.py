@@ -6,10 +6,15 @@ inputs their cells show. Then every case of exercise_cases.CASES, typed as a
 learner would type it, must get feedback naming its mistake.
 """
 
+import ast
 import contextlib
 import io
 import itertools
 import math
+import re
+import warnings
+
+import nbformat
 
 import numpy as np
 import pytest
@@ -17,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from exercise_cases import CASES, NAMED_IN_ISSUE, PHRASES, run_in_process
+from exercise_cases import CASES, NAMED_IN_ISSUE, PHRASES, answer_cell, run_in_process
 from helpers.course import NOTEBOOKS_DIR
 from helpers.exercises import (
     AttentionWeightsExercise,
@@ -41,7 +46,8 @@ ALL_CASES = [
 
 def _answer(notebook, code):
     namespace = dict(NAMESPACES[notebook])
-    with np.errstate(all="ignore"):      # a learner's NaN-making code warns; that is not under test
+    with np.errstate(all="ignore"), warnings.catch_warnings():   # a learner's code may warn; that is not under test
+        warnings.simplefilter("ignore", PendingDeprecationWarning)   # np.matrix
         exec(code, namespace)
     return namespace["answer"]
 
@@ -76,7 +82,9 @@ def test_mistakes_are_told_apart_by_far_more_than_the_tolerance(key):
     values = [("right answer", ex.expected)] + [(k, v) for k, _, v in ex._variants]
     for (a, x), (b, y) in itertools.combinations(values, 2):
         if x.shape == y.shape:
-            assert np.max(np.abs(x - y) - 10 * np.asarray(ex.atol)) > 0, f"{a} and {b} are too close"
+            with np.errstate(invalid="ignore"):       # masked scores hold -inf; equal entries differ by 0
+                gap = np.where(x == y, 0.0, np.abs(x - y))
+            assert np.max(gap - 10 * np.asarray(ex.atol)) > 0, f"{a} and {b} are too close"
 
 
 @pytest.mark.parametrize("key", sorted(NUMERIC))
@@ -142,6 +150,24 @@ def test_an_instructor_who_edits_the_inputs_edits_nothing_else():
     assert not ex.feedback(NAMESPACES["01_river_bank.ipynb"]["ex_causal"].expected).correct
 
 
+def test_dividing_by_d_model_or_its_root_is_named_wherever_d_model_differs_from_d_k():
+    # d_model = 3, d_k = 2. By hand: q_a = [1, 0, 0] W_Q = [1, 0], k_b = [0, 1, 1] W_K = [1, 2]: score 1.
+    X = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])
+    W_Q = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    W_K = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    score = ScoreExercise(X, W_Q, W_K, ["a", "b"], query="a", key="b")
+    assert score.expected == 1.0
+    assert score.feedback(1 / np.sqrt(3)).mistake == "sqrt_d_model"
+    assert score.feedback(1 / 3).mistake == "divided_by_d_model"
+    assert score.feedback(0.5).mistake == "divided_by_d_k"
+    row = SoftmaxRowExercise([1.0, 4.0, 2.0], d_k=2, labels=list("abc"), d_model=3)
+    s = np.array([1.0, 4.0, 2.0])
+    assert row.feedback(np.exp(s / 3) / np.exp(s / 3).sum()).mistake == "divided_by_d_model"
+    assert row.feedback(np.exp(s / np.sqrt(3)) / np.exp(s / np.sqrt(3)).sum()).mistake == "sqrt_d_model"
+    for ex in (score, row):
+        assert {"sqrt_d_model", "divided_by_d_model"} <= set(ex.mistakes)
+
+
 def test_the_attention_solution_runs_and_passes():
     nb2 = NAMESPACES["02_two_senses.ipynb"]
     ex = nb2["ex_attention"]
@@ -159,6 +185,151 @@ def test_answers_rounded_to_three_decimals_are_accepted():
 def test_the_prediction_is_measured_not_stored():
     assert NAMESPACES["02_two_senses.ipynb"]["ex_predict"].answer == "a"
     assert DkPredictionExercise(scaled=True).answer == "c"
+
+
+# ------------------------------------------------------------ what is right, in any form
+
+@pytest.mark.parametrize("key", sorted(NUMERIC))
+def test_right_numbers_are_accepted_in_any_dtype_container_or_with_tiny_noise(key):
+    ex, x = NUMERIC[key], NUMERIC[key].expected
+    forms = [x.astype(np.float32), x + 1e-9, x - 1e-9, x.tolist(), x.astype(np.longdouble)]
+    if x.ndim == 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            forms += [np.matrix(x), tuple(map(tuple, x))]
+    if x.ndim == 1:
+        forms.append(tuple(x))
+    if np.array_equal(x, np.round(x)):
+        forms.append(x.astype(int))
+    for answer in forms:
+        feedback = ex.feedback(answer)
+        assert feedback.correct, f"{type(answer).__name__}: {feedback.text}"
+
+
+def _reshaped(x):
+    """The right numbers in the wrong shape, as a learner might give them."""
+    if x.ndim == 0:
+        v = float(x)
+        return [[v], (v,), np.array([v]), np.array([[v]]), np.matrix(v), [[v]]]
+    if x.ndim == 1:
+        return [[x.tolist()], x[None], x[:, None], np.matrix(x), x[:, None].tolist(), tuple(map(tuple, x[:, None]))]
+    return [x.ravel(), x.ravel().tolist(), tuple(x.ravel()), x[None], x[None].tolist()]
+
+
+@pytest.mark.parametrize("key", sorted(NUMERIC))
+def test_the_suggested_reshape_turns_the_learners_own_answer_into_an_accepted_one(key):
+    ex = NUMERIC[key]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        for answer in _reshaped(ex.expected):
+            feedback = ex.feedback(answer)
+            assert feedback.mistake == "shape" and "The numbers are right" in feedback.text, feedback.text
+            fix = re.search(r"Try (.+)\.$", feedback.text).group(1)
+            fixed = eval(fix, {"np": np, "answer": answer})
+            assert ex.feedback(fixed).correct, f"{fix} on {type(answer).__name__} gave {fixed!r}"
+
+
+@pytest.mark.parametrize("key", sorted(NUMERIC))
+def test_an_answer_rounded_too_far_is_told_so(key):
+    ex = NUMERIC[key]
+    for k in (2, 1, 0):
+        answer = np.round(ex.expected, k)
+        feedback = ex.feedback(answer)
+        if ex._close(answer, ex.expected):
+            assert feedback.correct, feedback.text
+        else:
+            assert feedback.mistake == "rounded", feedback.text
+            assert ("whole numbers" if k == 0 else f"{k} decimal") in feedback.text
+
+
+@pytest.mark.parametrize("notebook", sorted(CASES))
+def test_the_answer_of_another_exercise_is_named_as_such(notebook):
+    exercises = [NAMESPACES[notebook][ex] for ex in CASES[notebook] if f"{notebook}:{ex}" in NUMERIC]
+    for this, other in itertools.permutations(exercises, 2):
+        feedback = this.feedback(other.expected)
+        assert feedback.mistake == "other_exercise", feedback.text
+        assert other.title in feedback.text and this.title in feedback.text
+
+
+def test_the_kind_of_input_is_named_right():
+    ex = NAMESPACES["01_river_bank.ipynb"]["ex_softmax"]
+    right = ex.expected
+    assert "Python tuple" in ex.feedback(tuple(right)).text
+    assert "Python list" in ex.feedback(list(right)).text
+    assert ex.feedback([0.1, None, 0.3, 0.6]).mistake == "none_entry"
+    assert "NaN" not in ex.feedback([0.1, None, 0.3, 0.6]).text
+    for a_type in (int, float, np.ndarray, np.float64):
+        feedback = ex.feedback(a_type)
+        assert feedback.mistake == "type" and "function" not in feedback.text
+    assert ex.feedback(np.exp).mistake == "function"
+
+
+def test_minus_inf_is_reported_as_minus_inf():
+    causal = NAMESPACES["01_river_bank.ipynb"]["ex_causal"]
+    feedback = causal.feedback(np.where(causal.expected > 0, 0.5, -np.inf))
+    assert feedback.mistake == "nan_inf" and "-inf (minus infinity)" in feedback.text
+    assert "+inf" not in feedback.text.replace("(not +inf)", "")
+
+
+# ------------------------------------------------------------ solutions that can be pasted
+
+EXERCISE_NAMES = [pytest.param(nb, ex, id=f"{nb[:2]}-{ex}") for nb in CASES for ex in CASES[nb]]
+
+
+def _assigned(code):
+    """Every name a piece of code binds at its top level (assignments, loops, imports, definitions)."""
+    names = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("notebook, exercise", EXERCISE_NAMES)
+def test_a_solution_binds_answer_and_no_name_of_the_notebook(notebook, exercise):
+    code = NAMESPACES[notebook][exercise].solution().text
+    bound = _assigned(code)
+    assert "answer" in bound
+    taken = {name for name in NAMESPACES[notebook] if not name.startswith("__")} - {"answer"}
+    assert not bound & taken, f"the solution overwrites the notebook's {sorted(bound & taken)}"
+
+
+BASELINE_PRINTED = {}
+for _nb in CASES:
+    BASELINE_PRINTED[_nb] = {}
+    run_in_process(NOTEBOOKS_DIR / _nb, printed=BASELINE_PRINTED[_nb])
+
+
+def _state(ex):
+    """What an exercise is: its right answer, its mistakes and their numbers, its texts."""
+    if isinstance(ex, DkPredictionExercise):
+        return (ex.answer, ex.table, ex.solution_text)
+    return (ex.expected.tolist(), [(k, m, v.tolist()) for k, m, v in ex._variants], ex.hint_text, ex.solution_text)
+
+
+@pytest.mark.parametrize("notebook, exercise", EXERCISE_NAMES)
+def test_a_pasted_solution_is_accepted_and_changes_nothing_else(notebook, exercise):
+    """Paste the solution over `answer = ...`, run the whole notebook, then every set-up cell again."""
+    path = NOTEBOOKS_DIR / notebook
+    cell = answer_cell(nbformat.read(path, as_version=4), exercise)
+    first, *rest = cell.source.splitlines()
+    pasted = "\n".join([NAMESPACES[notebook][exercise].solution().text, *rest])
+    printed = {}
+    namespace = run_in_process(path, replace={cell.id: pasted}, printed=printed)
+    assert printed[cell.id].startswith("Correct!"), printed[cell.id]
+    for cid, text in BASELINE_PRINTED[notebook].items():
+        if cid != cell.id:
+            assert printed[cid] == text, f"cell {cid} prints differently after the solution was pasted"
+    for setup in nbformat.read(path, as_version=4).cells:
+        if setup.cell_type == "code" and "Exercise(" in setup.source:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(setup.source, namespace)
+    for name in CASES[notebook]:
+        assert _state(namespace[name]) == _state(NAMESPACES[notebook][name]), f"{name} changed"
 
 
 # ------------------------------------------------------------ output

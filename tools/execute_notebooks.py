@@ -4,7 +4,8 @@ Usage: python tools/execute_notebooks.py notebooks/*.ipynb
 
 This is how stored outputs are regenerated (the Makefile's execute target),
 so that nbval's comparison checks what a fresh run really prints. Timing
-metadata is not recorded, and the random ids of widget models are replaced by
+metadata is not recorded, printouts split into several stream messages are
+merged, and the random ids of widget models are replaced by
 ids derived from the notebook's name and their order, so a re-run changes a
 notebook only where its outputs change.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 
 def execute(path):
@@ -28,6 +30,9 @@ def execute(path):
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
+    # A cell's printout can arrive in several stream messages, split at random;
+    # merge them so the stored notebook is the same on every run.
+    nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
     nbformat.write(stable_widget_ids(nb, path.name), path)
 
 

@@ -72,6 +72,10 @@ def lab(tmp_path_factory):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     root = tmp_path_factory.mktemp("course")
     shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    # Draw every cell of a notebook, not only those in view, so every output can be checked.
+    tracker = root / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}', encoding="utf-8")
     port, token = _free_port(), secrets.token_hex(16)
     log_path = ARTIFACTS / "jupyter-server.log"
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}

@@ -46,8 +46,10 @@ ALL_CELLS_RUN_JS = """
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   if (!kernel || kernel.status !== 'idle') return false;
   const cells = panel.content.widgets.filter(c => c.model.type === 'code');
-  return cells.every(c => c.model.executionCount !== null
-                          && !/\\*/.test(c.node.querySelector('.jp-InputPrompt').textContent));
+  return cells.every(c => {
+    const prompt = c.node.querySelector('.jp-InputPrompt');   // null while a cell is not drawn yet
+    return c.model.executionCount !== null && prompt !== null && !/\\*/.test(prompt.textContent);
+  });
 }
 """
 
