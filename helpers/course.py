@@ -14,14 +14,14 @@ NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 #: (file name, title, what you learn), in reading order.
 COURSE = (
     ("00_start_here.ipynb", "Start here", "what the course is, how it works, and a check of your set-up"),
-    ("01_river_bank.ipynb", "The river bank, number by number", "queries, keys, values, scores, scaling, softmax and the causal mask, by hand"),
-    ("02_two_senses.ipynb", "Two senses of bank", "the same W_Q, W_K, W_V resolving 'bank' by the river and 'bank' with an interest rate"),
-    ("03_scaling.ipynb", "Why divide by sqrt(d_k)", "how dot products grow with d_k and what that does to the softmax"),
+    ("01_river_bank.ipynb", "The river bank, number by number", "queries, keys, values, scores, the 1/sqrt(d_k) scaling, softmax and the causal mask, by hand on 'the river bank flooded'"),
+    ("02_two_senses.ipynb", "Two senses of bank", "the same W_Q, W_K, W_V resolving 'bank' by a river and 'bank' with an interest rate"),
+    ("03_scaling.ipynb", "Why divide by sqrt(d_k)", "dot products grow with d_k and saturate the softmax, and dividing by sqrt(d_k) keeps it in check"),
     ("04_masking.ipynb", "Masks", "causal and padding masks, and the trap of masking after the softmax"),
     ("05_multi_head.ipynb", "Many heads", "several heads asking different questions for the cost of one"),
     ("06_order.ipynb", "Order and position", "why attention cannot see word order on its own"),
     ("07_cost_and_tiling.ipynb", "Cost and tiling", "the n^2 cost and the online softmax behind FlashAttention"),
-    ("08_learning.ipynb", "Learning W_Q, W_K, W_V", "how the projection matrices are trained"),
+    ("08_learning.ipynb", "Learning W_Q, W_K, W_V", "how W_Q, W_K, W_V are trained"),
     ("09_real_model.ipynb", "The real thing", "the same sentences through a real trained model, with the course's own attention"),
 )
 

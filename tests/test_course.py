@@ -27,10 +27,11 @@ def test_every_notebook_is_on_the_course_map():
 def test_readme_map_marks_exactly_the_missing_notebooks_as_coming():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ready = set(ready_notebooks())
-    for name, _, _ in COURSE:
+    for name, _, what in COURSE:
         lines = [line for line in readme.splitlines() if line.startswith(f"| `{name}`")]
         assert len(lines) == 1, f"README's course map needs one row for {name}"
         assert ("(coming)" in lines[0]) == (name not in ready), f"README marks {name} wrongly"
+        assert lines[0].endswith(f"| {what} |"), f"README's row for {name} must say what helpers/course.py says"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

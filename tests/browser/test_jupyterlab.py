@@ -122,7 +122,8 @@ def controls_of(view):
     for kind, selector in (("slider", ".widget-slider .noUi-handle"),
                            ("toggle", "button.widget-toggle-button"),
                            ("checkbox", ".widget-checkbox input[type=checkbox]"),
-                           ("dropdown", ".widget-dropdown select")):
+                           ("dropdown", ".widget-dropdown select"),
+                           ("text", ".widget-text input[type=text]")):
         loc = view.locator(selector)
         found += [(kind, loc.nth(i)) for i in range(loc.count())]
     return found
@@ -133,7 +134,11 @@ def move(page, kind, control):
     if kind == "toggle" and control.evaluate(
             "(el) => !!el.closest('.widget-toggle-buttons') && el.classList.contains('mod-active')"):
         return False  # the option already chosen in a group: clicking it changes nothing
-    if kind == "slider":
+    if kind == "text":  # type a new sentence, as a learner would, and press Enter
+        control.click()
+        control.fill("A learner types a sentence of their own here.")
+        control.press("Enter")
+    elif kind == "slider":
         readout = control.locator("xpath=ancestor::*[contains(@class,'widget-slider')][1]//*[contains(@class,'widget-readout')]")
         before = readout.first.inner_text() if readout.count() else None
         control.focus()
@@ -198,6 +203,13 @@ def test_notebook_in_jupyterlab(lab, page, name):
                     )
                 except Exception:
                     problems.append(f"widget {v + 1}: moving the {kind} {describe(control)!r} did not change its picture")
+                if kind == "slider":  # its two ends, where the odd settings live
+                    for key in ("End", "Home"):
+                        control.focus()
+                        page.keyboard.press(key)
+                        page.wait_for_timeout(300)
+                        if view.locator(".explorer-error").count():
+                            break
                 broken = view.locator(".explorer-error")
                 if broken.count():
                     problems.append(f"widget {v + 1}: after moving the {kind} {describe(control)!r} the explorer shows "
@@ -207,6 +219,8 @@ def test_notebook_in_jupyterlab(lab, page, name):
     except Exception as exc:
         problems = [f"the run did not finish: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"]
     finally:
+        page.keyboard.press("Escape")  # close an open dropdown list
+        page.evaluate("() => { const p = document.querySelector('.jp-WindowedPanel-outer'); if (p) p.scrollTop = 0; }")
         page.screenshot(path=str(shot))
     assert not problems, (
         f"notebook {name} in JupyterLab:\n- " + "\n- ".join(problems)
