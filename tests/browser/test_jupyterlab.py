@@ -222,6 +222,10 @@ def test_notebook_in_jupyterlab(lab, page, name):
         page.keyboard.press("Escape")  # close an open dropdown list
         page.evaluate("() => { const p = document.querySelector('.jp-WindowedPanel-outer'); if (p) p.scrollTop = 0; }")
         page.screenshot(path=str(shot))
+        try:  # free the kernel: one notebook at a time keeps the 2-core machine responsive
+            page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+        except Exception:
+            pass
     assert not problems, (
         f"notebook {name} in JupyterLab:\n- " + "\n- ".join(problems)
         + f"\nscreenshot: {shot.relative_to(ROOT)}; server log: {lab.log_path.relative_to(ROOT)}"
