@@ -226,8 +226,10 @@ def test_missing_package_says_what_to_run(monkeypatch):
 
 
 def test_odd_arguments_get_clear_errors(model):
-    with pytest.raises(ValueError, match="text could not be tokenized"):
+    with pytest.raises(ValueError, match=r"not valid Unicode text: a lone surrogate, U\+D800, at position 0"):
         model.run("\ud800")
+    with pytest.raises(ValueError, match=r"lone surrogate, U\+DC00, at position 5"):
+        model.tokenize("bank \udc00 river")
     with pytest.raises(ValueError, match="use_padding_mask must be True or False; got 'no'"):
         model.run("a bank", use_padding_mask="no")
     with pytest.raises(ValueError, match="texts must be a non-empty list of str"):
