@@ -307,14 +307,21 @@ class MiniLM:
 
         Raises
         ------
-        ValueError if ``text`` is not a str, or gives more tokens than the
-        model's 512 positions (the message says how many).
+        ValueError if ``text`` is not a str, contains a lone surrogate (not
+        valid Unicode text), or gives more tokens than the model's 512
+        positions (the message says how many).
         """
         if not isinstance(text, str):
             raise ValueError(f"text must be a str; got {type(text).__name__}")
+        lone = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+        if lone is not None:  # half of a UTF-16 pair, e.g. "\ud800": not a character of Unicode text
+            raise ValueError(
+                f"text contains a character that is not valid Unicode text: a lone surrogate, "
+                f"U+{ord(text[lone]):04X}, at position {lone}; remove it"
+            )
         try:
             enc = self.tokenizer.encode(text)
-        except Exception as exc:  # e.g. a lone surrogate such as "\ud800"
+        except Exception as exc:  # anything else the tokenizer refuses
             raise ValueError(f"text could not be tokenized ({exc}); it must be ordinary Unicode text") from None
         tokens, ids = list(enc.tokens), np.array(enc.ids, dtype=np.int64)
         if len(ids) > self.max_positions:

@@ -82,14 +82,16 @@ class Explorer(widgets.VBox):
             picture = self.draw(state) + _messages_html(state.messages)
         except Exception as exc:  # shown to the learner, never lost in the log
             self.state, self.error = None, f"{type(exc).__name__}: {exc}"
-            self.picture.value = (
-                "<div class='explorer-error' style='font-family:sans-serif;border:2px solid #b00020;padding:8px;color:#b00020'>"
-                "<b>This setting could not be drawn.</b><br>"
-                f"{html.escape(self.error)}</div>"
-            )
+            self.picture.value = _error_html(self.error)
             return
         self.state, self.error = state, None
         self.picture.value = picture
+
+
+def _error_html(error):
+    """An unexpected failure, in a red box (class ``explorer-error``, which the browser tests look for)."""
+    return ("<div class='explorer-error' style='font-family:sans-serif;border:2px solid #b00020;padding:8px;"
+            f"color:#b00020'><b>This setting could not be drawn.</b><br>{html.escape(error)}</div>")
 
 
 def _messages_html(messages):
@@ -582,7 +584,7 @@ from helpers import real_model as _real_model
 from helpers.plots import weights_row_html
 
 __all__ += ["RealModelState", "real_model_state", "real_model_run", "real_model_explorer",
-            "REAL_SENTENCE", "REAL_MAX_DRAWN"]
+            "REAL_SENTENCE", "REAL_MAX_DRAWN", "REAL_ROW_KEYS", "TextProblem"]
 
 #: The explorer's starting sentence: source 003's river sentence.
 REAL_SENTENCE = "The bank by the river was steep."
@@ -649,10 +651,74 @@ class RealModelState:
     messages: tuple
 
 
+#: At most this many keys of the chosen row are drawn as boxes (the largest weights) once the
+#: text is longer than REAL_MAX_DRAWN tokens; a shorter row is drawn whole.
+REAL_ROW_KEYS = 24
+
+
+class TextProblem(ValueError):
+    """A text the real model cannot take (too long, not valid Unicode text). The explorer shows
+    its message as a plain note, not as an error: it is the learner's input, not a fault."""
+
+
 def _count_from_zero(value, name, size, what):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value < size:
         raise ValueError(f"{name} must be a whole number from 0 to {size - 1} ({what}, counted from 0); got {value!r}")
     return int(value)
+
+
+def _token_list(tokens, head=6, tail=3):
+    """The tokens as a list for a message; a long one cut to its first and last few."""
+    tokens = list(tokens)
+    if len(tokens) <= head + tail + 1:
+        return str(tokens)
+    return str(tokens[:head])[:-1] + f", ... ({len(tokens) - head - tail} more) ..., " + str(tokens[-tail:])[1:]
+
+
+def _token_position(token, tokens, model):
+    """The position of ``token`` (a position, or a token as text: its first occurrence) in ``tokens``."""
+    n = len(tokens)
+    if isinstance(token, str):
+        if token not in tokens:
+            hint = ""
+            pieces = model.tokenizer.encode(token, add_special_tokens=False).tokens
+            if len(pieces) == 1 and pieces[0] != token and pieces[0] in tokens:
+                hint = f" (the model lower-cases text and drops accents: try {pieces[0]!r})"
+            raise ValueError(f"token must be one of the sentence's tokens {_token_list(tokens)} or a position; "
+                             f"got {token!r}{hint}")
+        return tokens.index(token)
+    return _count_from_zero(token, "token", n, f"a position in the {n} tokens {_token_list(tokens)}")
+
+
+def _positions_text(positions):
+    return ("position " if len(positions) == 1 else "positions ") + _listed(positions).replace("'", "")
+
+
+def _unknown_message(model, text, tokens):
+    """Why the text's [UNK] tokens are there: a word over the tokenizer's length limit, or a word
+    (an emoji, a character of many scripts) the vocabulary cannot spell even in pieces."""
+    enc = model.tokenizer.encode(text)
+    limit = model.tokenizer.model.max_input_chars_per_word
+    long, unspelt = [], []
+    for i, (t, (a, b)) in enumerate(zip(enc.tokens, enc.offsets)):
+        if t == "[UNK]":
+            (long if b - a > limit else unspelt).append((i, text[a:b]))
+    messages = []
+    if long:
+        messages.append(f"[UNK] at {_positions_text([i for i, _ in long])} stands for a word of more than {limit} "
+                        f"characters: the tokenizer does not cut words that long into pieces and reads each as one "
+                        "[UNK], whatever its letters.")
+    if unspelt:
+        words = [w if len(w) <= 12 else w[:12] + "…" for _, w in unspelt[:6]]
+        more = f" and {len(unspelt) - 6} more" if len(unspelt) > 6 else ""
+        each = ("it is one word the model's vocabulary cannot spell, even in pieces, so it becomes one [UNK]"
+                if len(unspelt) == 1 else
+                f"these are {len(unspelt)} words the model's vocabulary cannot spell, even in pieces, each read "
+                "as one [UNK]")
+        messages.append(f"[UNK] at {_positions_text([i for i, _ in unspelt])} stands for {_listed(words)}{more}: "
+                        f"{each} (an emoji, or a character of a script it barely covers; in Chinese and Japanese "
+                        "each character counts as a word).")
+    return messages
 
 
 def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
@@ -663,23 +729,27 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
     layer: 0 to 5; head: 0 to 11 (counted from 0, as numpy indexes
         ``MiniLMOutput.attention[layer, head]``).
     token: the query's position, 0 to n - 1, or a token as text (its first
-        occurrence, e.g. "bank").
+        occurrence, e.g. "bank"; tokens are lower-case).
 
-    The forward pass is ``real_model_run`` (remembered per sentence).
-    Returns a :class:`RealModelState`. Raises ValueError for a text the
-    model cannot take (not a str, not tokenizable, more than 512 tokens:
-    the message says which) and for a layer, head or token out of range.
+    The arguments are checked first (the text only tokenized), then the
+    forward pass runs: ``real_model_run``, remembered per sentence.
+    Returns a :class:`RealModelState`. Raises :class:`TextProblem` (a
+    ValueError) for a text the model cannot take (not a str, not valid
+    Unicode text, more than 512 tokens: the message says which) and
+    ValueError for a layer, head or token out of range.
     """
-    out = real_model_run(text)
+    if not isinstance(text, str):
+        raise TextProblem(f"text must be a str; got {type(text).__name__}")
     model = _real_model.load_minilm()
     layer = _count_from_zero(layer, "layer", model.num_layers, f"the model has {model.num_layers} layers")
     head = _count_from_zero(head, "head", model.num_heads, f"each layer has {model.num_heads} heads")
-    tokens, n = tuple(out.tokens), len(out.tokens)
-    if isinstance(token, str):
-        if token not in tokens:
-            raise ValueError(f"token must be one of the sentence's tokens {list(tokens)} or a position; got {token!r}")
-        token = tokens.index(token)
-    token = _count_from_zero(token, "token", n, f"a position in the {n} tokens {list(tokens)}")
+    try:
+        tokens = tuple(_RUNS[text].tokens) if text in _RUNS else tuple(model.tokenize(text)[0])
+    except ValueError as exc:
+        raise TextProblem(str(exc)) from None
+    token = _token_position(token, tokens, model)
+    out = real_model_run(text)
+    n = len(tokens)
     weights = out.attention[layer, head]
     row = weights[token]
     entropy = attention_entropy(weights)
@@ -690,18 +760,17 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
 
     name = f"'{tokens[token]}' (position {token})"
     messages = [f"Layer {layer}, head {head}. The row of {name} puts most weight on "
-                + ", ".join(f"{t} {w:.3f}" for _, t, w in top[:3])
+                + ", ".join(f"'{t}' ({j}) {w:.3f}" for j, t, w in top[:3])
                 + f"; its entropy is {entropy[token]:.2f} nats of at most log {n} = {np.log(n):.2f}."]
     if n == 2:
         messages.append("The box holds no word the model can read (it is empty, or only spaces or invisible "
                         "characters), so the model sees just [CLS] and [SEP]. Type a sentence and press Enter.")
     if n > REAL_MAX_DRAWN:
-        messages.append(f"The text has {n} tokens: the heatmap shows positions {shown[0]} to {shown[1] - 1}, around "
-                        f"{name}, so its rows sum to less than 1 where weight falls outside them. The row above "
-                        "is complete.")
+        messages.append(f"The text has {n} tokens. The strip shows the {REAL_ROW_KEYS} largest weights of the row "
+                        f"of {name}, in order of position; the heatmap shows positions {shown[0]} to "
+                        f"{shown[1] - 1}, around it, so its rows sum to less than 1 where weight falls outside them.")
     if "[UNK]" in tokens:
-        messages.append("[UNK] marks characters the model's vocabulary does not have (an emoji, many scripts): "
-                        "the model sees one 'unknown' token in their place.")
+        messages.extend(_unknown_message(model, text, tokens))
     if any(t.startswith("##") for t in tokens):
         messages.append("Words the vocabulary does not hold are cut into pieces; a piece that continues a word "
                         "starts with ##.")
@@ -709,31 +778,65 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
     if specials:
         messages.append(f"The text itself contains {', '.join(specials)}: the tokenizer reads these as the model's own "
                         "markers, not as words.")
+    if "[PAD]" in specials:
+        messages.append("A [PAD] you type is read as the padding marker, but it is not masked (only the padding the "
+                        "model adds itself is), so queries give it weight like any other token.")
     return RealModelState(text=text, tokens=tokens, layer=layer, head=head, token=token, weights=weights, row=row,
                           row_entropy=float(entropy[token]), head_entropy=float(entropy.mean()), top_keys=top,
                           shown=shown, messages=tuple(messages))
 
 
 def _draw_real(state):
+    """The explorer's picture: the messages first, then the chosen token's row, then the heatmap."""
     a, b = state.shown
-    i = state.token
-    strip = weights_row_html(state.row, state.tokens, marked=i,
-                             title=f"The row of '{state.tokens[i]}' (position {i}): its weight on every key")
+    i, n = state.token, len(state.tokens)
+    if n <= REAL_MAX_DRAWN:
+        strip = weights_row_html(state.row, state.tokens, marked=i,
+                                 title=f"The row of '{state.tokens[i]}' (position {i}): its weight on every key")
+    else:  # a long row: its largest weights only, labelled with their positions
+        keys = np.sort(np.argsort(-state.row, kind="stable")[:REAL_ROW_KEYS])
+        rest = float(1.0 - state.row[keys].sum())
+        strip = weights_row_html(state.row[keys], [f"{j}:\u00a0{state.tokens[j]}" for j in keys],
+                                 marked=int(np.flatnonzero(keys == i)[0]) if i in keys else None,
+                                 title=f"The row of '{state.tokens[i]}' (position {i}): its {REAL_ROW_KEYS} largest "
+                                       f"weights of {n} (position: key); the other {n - REAL_ROW_KEYS} keys "
+                                       f"share {rest:.3f}")
     queries = [("▸\u00a0" if q == i else "") + t for q, t in enumerate(state.tokens)]  # no break after ▸
     small = (b - a) > 12
-    where = "" if (a, b) == (0, len(state.tokens)) else f", positions {a} to {b - 1} of {len(state.tokens)}"
+    where = "" if (a, b) == (0, n) else f", positions {a} to {b - 1} of {n}"
     table = weights_table_html(state.weights[a:b, a:b], queries[a:b], state.tokens[a:b],
                                title=f"Layer {state.layer}, head {state.head}: every query's weights{where} "
                                      f"(mean entropy {state.head_entropy:.2f} nats)",
                                decimals=2 if small else 3, cell_width=34 if small else 46,
                                font_size=11 if small else 12)
-    return strip + "<div style='height:10px'></div>" + table
+    return _messages_html(state.messages) + strip + "<div style='height:10px'></div>" + table
 
 
 class _RealModelExplorer(Explorer):
-    """The Explorer with a sentence box: a new sentence rebuilds the token dropdown before one redraw."""
+    """The Explorer with a sentence box: a new sentence rebuilds the token dropdown before one redraw.
+
+    Its picture carries its own messages, first (so a long text's note is seen
+    before the strip and the heatmap). A text the model cannot take is shown
+    as a plain note (class ``explorer-note``); the red box stays for faults.
+    """
 
     _rebuilding = False
+
+    def update(self):
+        try:
+            state = self.compute(**{name: c.value for name, c in self.controls.items()})
+        except TextProblem as exc:
+            self.state, self.error = None, str(exc)
+            self.picture.value = ("<div class='explorer-note' style='font-family:sans-serif;font-size:13px;"
+                                  "border:1px solid #888;padding:8px'><b>The model cannot take this text.</b><br>"
+                                  f"{html.escape(str(exc)[0].upper() + str(exc)[1:])}.</div>")
+            return
+        except Exception as exc:  # a fault: shown to the learner, never lost in the log
+            self.state, self.error = None, f"{type(exc).__name__}: {exc}"
+            self.picture.value = _error_html(self.error)
+            return
+        self.state, self.error = state, None
+        self.picture.value = self.draw(state)
 
     def _changed(self, change):
         if self._rebuilding:
@@ -744,6 +847,7 @@ class _RealModelExplorer(Explorer):
 
     def _new_sentence(self, text):
         dropdown = self.controls["token"]
+        position, old_n = dropdown.value, len(dropdown.options)
         old = dict((v, label.split(": ", 1)[1]) for label, v in dropdown.options).get(dropdown.value)
         try:
             tokens, _ = _real_model.load_minilm().tokenize(text)
@@ -754,21 +858,31 @@ class _RealModelExplorer(Explorer):
         except Exception:
             dropdown.disabled = True  # the update that follows shows why
             return
-        position = dropdown.value
-        if position < len(tokens) and tokens[position] == old:
-            choice = position
-        elif old in tokens:
-            choice = tokens.index(old)
-        else:
-            choice = 1 if len(tokens) > 2 else 0
         self._rebuilding = True
         try:
             with dropdown.hold_sync():
                 dropdown.options = _token_options(tokens)
-                dropdown.value = choice
+                dropdown.value = _same_token(old, position, old_n, tokens)
                 dropdown.disabled = False
         finally:
             self._rebuilding = False
+
+
+def _same_token(old, position, old_n, tokens):
+    """The choice in a new sentence for the token ``old`` chosen at ``position`` of ``old_n`` tokens.
+
+    The same position if it holds the same token; else the occurrence of that
+    token whose place, as a fraction of the sentence, is nearest the old one
+    (so the final [SEP] stays the final [SEP], an early 'the' an early 'the');
+    else the first word (position 1), or [CLS] when there is no word.
+    """
+    if position < len(tokens) and tokens[position] == old:
+        return position
+    where = [j for j, t in enumerate(tokens) if t == old]
+    if where:
+        place = position / max(old_n - 1, 1)
+        return min(where, key=lambda j: abs(j / max(len(tokens) - 1, 1) - place))
+    return 1 if len(tokens) > 2 else 0
 
 
 def _token_options(tokens):
@@ -781,10 +895,12 @@ def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
     Controls: ``text`` (a box: type a sentence and press Enter; the model
     runs once per new sentence), ``layer`` (slider 0-5), ``head`` (slider
     0-11) and ``token`` (a dropdown of the sentence's tokens, rebuilt for
-    each new sentence, keeping the same token where it can). The picture
-    shows the chosen token's whole row, then the head's heatmap (at most
-    REAL_MAX_DRAWN tokens, a window around the chosen one). A text the model
-    cannot take (over 512 tokens, unreadable) gives a message in the picture.
+    each new sentence, keeping the same token where it can: see
+    ``_same_token``). The picture shows the messages, then the chosen token's
+    row (whole up to REAL_MAX_DRAWN tokens, else its REAL_ROW_KEYS largest
+    weights), then the head's heatmap (at most REAL_MAX_DRAWN tokens, a
+    window around the chosen one). A text the model cannot take (over 512
+    tokens, not valid Unicode text) gives a plain note in the picture.
 
     Returns an :class:`Explorer`; ``.state`` is a :class:`RealModelState`.
     Raises the install message when the model is missing, and ValueError for

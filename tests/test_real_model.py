@@ -226,10 +226,54 @@ def test_missing_package_says_what_to_run(monkeypatch):
 
 
 def test_odd_arguments_get_clear_errors(model):
-    with pytest.raises(ValueError, match="text could not be tokenized"):
+    with pytest.raises(ValueError, match=r"not valid Unicode text: a lone surrogate, U\+D800, at position 0"):
         model.run("\ud800")
+    with pytest.raises(ValueError, match=r"lone surrogate, U\+DC00, at position 5"):
+        model.tokenize("bank \udc00 river")
     with pytest.raises(ValueError, match="use_padding_mask must be True or False; got 'no'"):
         model.run("a bank", use_padding_mask="no")
     with pytest.raises(ValueError, match="texts must be a non-empty list of str"):
         model.embed(3)
     assert model.embed(t for t in ["a", "b c"]).shape == (2, 384)  # any iterable of str
+
+
+# ------------------------------------------------------------ notebook 09 re-run out of order
+
+def _loop_bound_and_free_names(source):
+    """Names a cell binds in a top-level for loop, and names it reads without binding them itself."""
+    import ast
+
+    tree = ast.parse(source)
+    loop_bound, loads, stores = set(), set(), set()
+
+    def walk(node, in_loop):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                if not isinstance(child, ast.Lambda):
+                    stores.add(child.name)
+                continue                          # a function's names are its own
+            if isinstance(child, ast.Name):
+                (stores if isinstance(child.ctx, ast.Store) else loads).add(child.id)
+                if in_loop and isinstance(child.ctx, ast.Store):
+                    loop_bound.add(child.id)
+            walk(child, in_loop or isinstance(child, (ast.For, ast.While)))
+
+    walk(tree, False)
+    return loop_bound, loads - stores
+
+
+def test_notebook_09_cells_can_be_rerun_in_any_order():
+    # A name one cell sets in a loop (it ends on the last item) must not be what another cell reads:
+    # re-running the loop's cell would silently change the other cell's input (as `n` once did).
+    import nbformat
+
+    from helpers.course import NOTEBOOKS_DIR
+
+    nb = nbformat.read(NOTEBOOKS_DIR / "09_real_model.ipynb", as_version=4)
+    cells = [(c.id, *_loop_bound_and_free_names(c.source)) for c in nb.cells if c.cell_type == "code"]
+    clashes = [(a, b, name) for a, bound, _ in cells for b, _, free in cells if a != b for name in bound & free]
+    assert clashes == []
+    # the check can fail: a loop variable read by a later cell
+    bound, _ = _loop_bound_and_free_names("for x in range(3):\n    n = x")
+    _, free = _loop_bound_and_free_names("y = n + 1")
+    assert bound & free == {"n"}

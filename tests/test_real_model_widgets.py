@@ -35,8 +35,9 @@ def shows_a_picture(explorer):
 
 
 def shows_a_message(explorer, *phrases):
-    """The explorer shows a readable message in its picture (and raised nothing)."""
-    return (explorer.state is None and "explorer-error" in explorer.picture.value
+    """The explorer shows a plain note in its picture (not the red box of a fault) and raised nothing."""
+    return (explorer.state is None and "explorer-note" in explorer.picture.value
+            and "explorer-error" not in explorer.picture.value
             and all(p in explorer.picture.value for p in phrases))
 
 
@@ -92,12 +93,40 @@ def test_a_token_given_as_text_is_its_first_occurrence():
     (dict(text=3), r"text must be a str; got int"),
     (dict(text=["The bank"]), r"text must be a str; got list"),
     (dict(text="bank " * 600), r"602 tokens .* only 512 positions"),
-    (dict(text="\ud800"), r"text could not be tokenized"),
+    (dict(text="\ud800"), r"not valid Unicode text: a lone surrogate, U\+D800"),
+    (dict(token="Bank"), r"got 'Bank' \(the model lower-cases text and drops accents: try 'bank'\)"),
+    (dict(token="zebra", text="bank " * 510), r"tokens \['\[CLS\]', 'bank', .*, \.\.\. \(503 more\) \.\.\., .*'\[SEP\]'\]"),
+    (dict(token=600, text="bank " * 510), r"a position in the 512 tokens \[.* \(503 more\) .*\]"),
 ])
 def test_state_bad_input_is_a_clear_value_error(kwargs, pattern):
     args = dict(text=RIVER, layer=0, head=4, token=2) | kwargs
     with pytest.raises(ValueError, match=pattern):
         W.real_model_state(**args)
+
+
+def test_bad_arguments_are_refused_before_the_forward_pass(monkeypatch):
+    ran = []
+    monkeypatch.setattr(W, "real_model_run", lambda text: ran.append(text))
+    for kwargs in (dict(layer=9), dict(head=12), dict(token=600), dict(token="Bank"), dict(text="\ud800")):
+        with pytest.raises(ValueError):
+            W.real_model_state(**(dict(text="river " * 300, layer=0, head=4, token=2) | kwargs))
+    assert ran == []                              # no forward pass was started
+
+
+def test_a_long_token_list_is_cut_in_the_message():
+    with pytest.raises(ValueError) as info:
+        W.real_model_state("bank " * 510, token="zebra")
+    assert len(str(info.value)) < 300 and str(info.value).count("'bank'") < 12
+
+
+def test_the_message_quotes_tokens_and_gives_their_positions(model):
+    out = model.run(RIVER)
+    s = W.real_model_state(RIVER, 0, 2, 9)        # [SEP]'s row in the previous-token head
+    j = int(out.attention[0, 2, 9].argmax())
+    assert f"'{out.tokens[j]}' ({j}) {out.attention[0, 2, 9, j]:.3f}" in s.messages[0]
+    s = W.real_model_state("the bank . [SEP] [SEP]", 1, 0, 1)
+    for j, t, w in s.top_keys[:3]:
+        assert f"'{t}' ({j}) {w:.3f}" in s.messages[0]
 
 
 # ------------------------------------------------------------ driving the explorer
@@ -140,6 +169,19 @@ def test_a_stale_token_choice_does_not_crash():
     assert ex.state.token == 1 and shows_a_picture(ex)
 
 
+@pytest.mark.parametrize("chosen, text, expected", [
+    (9, "[PAD] [SEP] [CLS]", 4),       # the river sentence's final [SEP] stays the final [SEP], not the typed one
+    (1, "a bank by the river and the sea", 4),   # an early 'the' (1 of 9) stays the early 'the' (4 of 10)
+    (4, "the bank , the river", 4),   # the same token at the same position: kept
+])
+def test_a_repeated_token_keeps_its_place_in_the_sentence(chosen, text, expected):
+    ex = W.real_model_explorer()
+    ex.controls["token"].value = chosen
+    old = ex.state.tokens[chosen]
+    ex.controls["text"].value = text
+    assert ex.state.tokens[ex.state.token] == old and ex.state.token == expected
+
+
 def test_one_word():
     ex = W.real_model_explorer()
     ex.controls["text"].value = "bank"
@@ -180,15 +222,24 @@ def test_exactly_512_tokens_draw_a_window_and_the_whole_row(model):
     assert stop - start == W.REAL_MAX_DRAWN and start <= s.token < stop
     table = ex.picture.value.split("<table", 1)[1]
     assert table.count("<td style='width") == W.REAL_MAX_DRAWN ** 2
-    assert ex.picture.value.count("title='key ") == 512  # the row strip: every key
+    assert ex.picture.value.count("title='key ") == W.REAL_ROW_KEYS  # the row strip: its largest weights
+    keys = np.sort(np.argsort(-s.row, kind="stable")[:W.REAL_ROW_KEYS])
+    for j in keys:                                # each labelled with its position
+        assert f"{j}:\u00a0{s.tokens[j]}" in ex.picture.value
+    assert f"share {1 - s.row[keys].sum():.3f}" in ex.picture.value
     assert any("512 tokens" in m for m in s.messages)
+    page = ex.picture.value                       # the note first, where a 600 px box shows it
+    assert page.index("512 tokens") < page.index("title='key ") < page.index("<table")
     ex.controls["token"].value = 511
     assert ex.state.shown == (512 - W.REAL_MAX_DRAWN, 512)
     assert np.isclose(ex.state.row.sum(), 1.0)
 
 
 @pytest.mark.parametrize("text, phrase", [
-    ("🙂 by the river", "[UNK] marks characters"),
+    ("🙂 by the river", "[UNK] at position 1 stands for &#x27;🙂&#x27;: it is one word the model&#x27;s vocabulary"),
+    ("x" * 101, "word of more than 100 characters"),
+    ("我喜欢在河边散步。", "[UNK] at positions 2, 3, 4, 6, 7 and 8"),
+    ("the [PAD] bank", "A [PAD] you type is read as the padding marker, but it is not masked"),
     ("Банк у реки", "a piece that continues a word starts with ##"),
     ("the [PAD] bank [SEP]", "contains [PAD], [SEP]"),
     ("e\u0301 ça", "Layer 0, head 4"),
@@ -203,7 +254,29 @@ def test_odd_text_is_drawn_and_explained(text, phrase):
 def test_text_the_tokenizer_refuses_gives_a_message():
     ex = W.real_model_explorer()
     ex.controls["text"].value = "bank \ud800"    # a lone surrogate: not Unicode text
-    assert shows_a_message(ex, "could not be tokenized")
+    assert shows_a_message(ex, "not valid Unicode text: a lone surrogate, U+D800, at position 5")
+
+
+def test_a_long_word_is_blamed_on_the_length_limit_not_the_vocabulary(model):
+    s = W.real_model_state("x" * 101, 0, 4, 1)
+    assert s.tokens == ("[CLS]", "[UNK]", "[SEP]")
+    assert not any("cannot spell" in m for m in s.messages)
+    assert W.real_model_state("x" * 100, 0, 4, 1).tokens != s.tokens   # 100 characters: still spelt
+
+
+def test_each_unknown_word_is_counted(model):
+    text = "我喜欢在河边散步。"
+    tokens = model.tokenize(text)[0]
+    s = W.real_model_state(text, 0, 4, 1)
+    note = [m for m in s.messages if "[UNK]" in m]
+    assert len(note) == 1 and f"{tokens.count('[UNK]')} words" in note[0]
+    assert "one 'unknown' token" not in note[0] and "100 characters" not in note[0]
+
+
+def test_a_typed_pad_gets_weight_and_the_message_says_so(model):
+    s = W.real_model_state("the [PAD] bank", 0, 4, 3)
+    assert s.tokens[2] == "[PAD]" and s.weights[:, 2].min() > 0   # not masked: every query gives it weight
+    assert any("not masked" in m for m in s.messages)
 
 
 EXPLORER = W.real_model_explorer()  # one explorer, as one learner types one thing after another
@@ -215,7 +288,7 @@ def test_any_text_gives_a_picture_or_a_message_never_an_exception(text):
     ex = EXPLORER
     ex.controls["text"].value = text              # must not raise
     if ex.state is None:
-        assert "explorer-error" in ex.picture.value
+        assert "explorer-note" in ex.picture.value and "explorer-error" not in ex.picture.value
     else:
         assert ex.state.tokens[0] == "[CLS]" and ex.state.tokens[-1] == "[SEP]"
         assert np.allclose(ex.state.weights.sum(axis=1), 1.0)
