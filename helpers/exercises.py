@@ -604,15 +604,22 @@ class AttentionWeightsExercise(_NumericExercise):
     names: the notebook's names for "X", "W_Q", "W_K" and "mask", and for
     "Q" and "K" when the notebook has already made them (then the solution
     reads them instead of making its own); a tuple (X, W_Q, W_K) also works.
+    d_model: the width of the model's word vectors, named in the feedback on
+    the sqrt(d_model) and d_model mistakes; default X.shape[1] (give it when
+    X carries extra columns, such as a column of 1s standing for the biases).
     The answer is softmax(Q K^T / sqrt(d_k)) row by row, with masked scores
     set to -inf before the softmax: shape (n, n), queries on the rows.
     """
 
     weights = True
 
-    def __init__(self, X, W_Q, W_K, labels, mask=None, names=("X", "W_Q", "W_K")):
+    def __init__(self, X, W_Q, W_K, labels, mask=None, names=("X", "W_Q", "W_K"), d_model=None):
         X, W_Q, W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
-        n, d_model = X.shape
+        n = X.shape[0]
+        if d_model is None:
+            d_model = X.shape[1]
+        elif isinstance(d_model, bool) or not isinstance(d_model, (int, np.integer)) or d_model < 1:
+            raise ValueError(f"d_model must be a positive whole number (the word vectors' width); got {d_model!r}")
         if len(labels) != n:
             raise ValueError(f"labels must name the {n} tokens (rows of X); got {len(labels)} labels")
         self.labels_rows = self.labels_cols = list(labels)

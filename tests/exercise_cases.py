@@ -308,7 +308,7 @@ CASES = {
             ("not_attempted", "answer = ..."),
             ("no_scaling", _FOLDED + "\ne = np.exp(Q @ K.T)\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("sqrt_d_model",
-             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(X1.shape[1]))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(384))\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("divided_by_d_k", _FOLDED + "\ne = np.exp(Q @ K.T / 32)\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("wrong_axis", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=0, keepdims=True)"),
             ("transposed_scores",
@@ -323,8 +323,8 @@ CASES = {
              _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True))[bank_r]",
              "(10, 10)"),
             ("nan_inf", _FOLDED + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
-            ("divided_by_d_model",   # d_model of this exercise's input is 385: the 384 features and the 1
-             _FOLDED + "\ne = np.exp(Q @ K.T / X1.shape[1])\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("divided_by_d_model",   # the model's d_model, 384 (X1 is 385 wide: the 384 features and a 1)
+             _FOLDED + "\ne = np.exp(Q @ K.T / d_model)\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("no_softmax", _FOLDED + "\nanswer = Q @ K.T / np.sqrt(32)"),
             ("raw_scores", _FOLDED + "\nanswer = Q @ K.T"),
             ("different", "K = X1[:, :-1] @ W_K1[:-1]\nQ = X1[:, :-1] @ W_Q1[:-1]\n"    # the biases left out
