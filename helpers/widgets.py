@@ -75,17 +75,36 @@ class Explorer(widgets.VBox):
     def _changed(self, change):
         self.update()
 
+    #: Exceptions that mean "this input cannot be drawn" (expected, the learner's to change):
+    #: shown as a plain note (class ``explorer-note``). Anything else is a fault: the red box.
+    note_errors = ()
+    note_title = "This input cannot be drawn."
+    #: Put the state's messages above the picture rather than below it.
+    messages_first = False
+
     def update(self):
         """Recompute from the current control values and redraw; show any error in the picture."""
         try:
             state = self.compute(**{name: c.value for name, c in self.controls.items()})
-            picture = self.draw(state) + _messages_html(state.messages)
+            drawn, messages = self.draw(state), _messages_html(state.messages)
+            picture = messages + drawn if self.messages_first else drawn + messages
+        except self.note_errors as exc:
+            self.state, self.error = None, str(exc)
+            self.picture.value = _note_html(self.note_title, str(exc))
+            return
         except Exception as exc:  # shown to the learner, never lost in the log
             self.state, self.error = None, f"{type(exc).__name__}: {exc}"
             self.picture.value = _error_html(self.error)
             return
         self.state, self.error = state, None
         self.picture.value = picture
+
+
+def _note_html(title, text):
+    """An input the explorer cannot take, as a plain note (class ``explorer-note``)."""
+    return ("<div class='explorer-note' style='font-family:sans-serif;font-size:13px;"
+            f"border:1px solid #888;padding:8px'><b>{html.escape(title)}</b><br>"
+            f"{html.escape(text[0].upper() + text[1:])}.</div>")
 
 
 def _error_html(error):
@@ -809,7 +828,7 @@ def _draw_real(state):
                                      f"(mean entropy {state.head_entropy:.2f} nats)",
                                decimals=2 if small else 3, cell_width=34 if small else 46,
                                font_size=11 if small else 12)
-    return _messages_html(state.messages) + strip + "<div style='height:10px'></div>" + table
+    return strip + "<div style='height:10px'></div>" + table
 
 
 class _RealModelExplorer(Explorer):
@@ -821,22 +840,9 @@ class _RealModelExplorer(Explorer):
     """
 
     _rebuilding = False
-
-    def update(self):
-        try:
-            state = self.compute(**{name: c.value for name, c in self.controls.items()})
-        except TextProblem as exc:
-            self.state, self.error = None, str(exc)
-            self.picture.value = ("<div class='explorer-note' style='font-family:sans-serif;font-size:13px;"
-                                  "border:1px solid #888;padding:8px'><b>The model cannot take this text.</b><br>"
-                                  f"{html.escape(str(exc)[0].upper() + str(exc)[1:])}.</div>")
-            return
-        except Exception as exc:  # a fault: shown to the learner, never lost in the log
-            self.state, self.error = None, f"{type(exc).__name__}: {exc}"
-            self.picture.value = _error_html(self.error)
-            return
-        self.state, self.error = state, None
-        self.picture.value = self.draw(state)
+    note_errors = (TextProblem,)
+    note_title = "The model cannot take this text."
+    messages_first = True
 
     def _changed(self, change):
         if self._rebuilding:
