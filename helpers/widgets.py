@@ -38,6 +38,7 @@ from helpers.attention import (
 )
 from helpers.examples import load_example
 from helpers.plots import html_grid, weights_table_html
+from helpers.saturation import _positive_int as _whole  # one check of "a positive whole number"
 from helpers.saturation import jacobian_size, random_queries_keys
 
 __all__ = [
@@ -116,12 +117,6 @@ def _error_html(error):
 def _messages_html(messages):
     return "".join(f"<p style='font-family:sans-serif;font-size:13px;margin:6px 0'>{html.escape(m)}</p>"
                    for m in messages)
-
-
-def _whole(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive whole number; got {value!r}")
-    return int(value)
 
 
 def _flag(value, name):
