@@ -26,6 +26,7 @@ __all__ = [
     "split_heads",
     "merge_heads",
     "multi_head_attention",
+    "sinusoidal_positional_encoding",
 ]
 
 
@@ -366,3 +367,50 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     V = split_heads(X @ mats["W_V"], num_heads)
     heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # scale 1/sqrt(d_k) per head
     return merge_heads(heads) @ mats["W_O"], weights
+
+
+# --------------------------------------------------------------------------
+# Positions
+# --------------------------------------------------------------------------
+
+def sinusoidal_positional_encoding(n, d_model):
+    """The sinusoidal positional encoding of Vaswani et al. (2017), section 3.5.
+
+        PE[pos, 2i]     = sin(pos / 10000^(2i / d_model))
+        PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model))
+
+    for positions pos = 0 .. n-1 and i = 0 .. d_model/2 - 1. Each pair of
+    columns is a clock turning at its own speed: column pair i turns by
+    1 / 10000^(2i/d_model) radians per position, from once per 2*pi tokens
+    (i = 0) to ever more slowly. Added to the token vectors X (n, d_model), it
+    tells attention where each token stands. Every row has length
+    sqrt(d_model / 2), since sin^2 + cos^2 = 1 for each pair.
+
+    Parameters
+    ----------
+    n : positive whole number, the number of positions.
+    d_model : positive even whole number, the width of the token vectors.
+
+    Returns
+    -------
+    ndarray (n, d_model) of floats in [-1, 1]. Row 0 alternates 0, 1, 0, 1, ...
+
+    Raises
+    ------
+    ValueError naming the argument when ``n`` is not a whole number >= 1, or
+    ``d_model`` is not an even whole number >= 2 (the sin and cos columns
+    come in pairs).
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be a positive whole number of positions; got {n!r}")
+    if isinstance(d_model, bool) or not isinstance(d_model, numbers.Integral) or d_model < 2 or d_model % 2:
+        raise ValueError(
+            f"d_model must be an even whole number >= 2 (sin and cos columns come in pairs); got {d_model!r}"
+        )
+    pos = np.arange(int(n), dtype=float)[:, None]                   # (n, 1)
+    rate = 10000.0 ** (-np.arange(0, int(d_model), 2) / d_model)   # (d_model/2,), the 2i of the formula
+    angles = pos * rate                                            # (n, d_model/2)
+    pe = np.empty((int(n), int(d_model)))
+    pe[:, 0::2] = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles)
+    return pe

@@ -19,6 +19,7 @@ from helpers.attention import (
     merge_heads,
     multi_head_attention,
     scaled_dot_product_attention,
+    sinusoidal_positional_encoding,
     softmax,
     split_heads,
 )
@@ -351,3 +352,40 @@ def test_multi_head_causal_mask_applies_to_every_head():
     _, w = multi_head_attention(X, *W, num_heads=4, mask=causal_mask(4))
     assert (w[:, ~causal_mask(4)] == 0).all()
     assert np.allclose(w.sum(-1), 1.0)
+
+
+# ---------------------------------------------------------------- positions
+
+def loop_positional_encoding(n, d_model):
+    """Vaswani et al. (2017), sec. 3.5, written out one entry at a time."""
+    pe = [[0.0] * d_model for _ in range(n)]
+    for pos in range(n):
+        for i in range(d_model // 2):
+            angle = pos / 10000 ** (2 * i / d_model)
+            pe[pos][2 * i] = math.sin(angle)
+            pe[pos][2 * i + 1] = math.cos(angle)
+    return np.array(pe)
+
+
+@given(st.integers(1, 40), st.integers(1, 32).map(lambda h: 2 * h))
+def test_sinusoidal_positional_encoding_matches_the_formula_entry_by_entry(n, d_model):
+    assert np.allclose(sinusoidal_positional_encoding(n, d_model), loop_positional_encoding(n, d_model), atol=1e-12)
+
+
+def test_sinusoidal_positional_encoding_known_entries():
+    pe = sinusoidal_positional_encoding(3, 6)
+    # Position 0: sin(0) = 0 and cos(0) = 1, alternating.
+    assert pe[0].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    # Position 1, pair 0 turns 1 radian per position: (sin 1, cos 1) = (0.84147, 0.54030).
+    assert np.allclose(pe[1, :2], [0.8414709848, 0.5403023059])
+    # d_model = 2 is one pair: (sin p, cos p), a point on the unit circle.
+    assert np.allclose(sinusoidal_positional_encoding(4, 2), [[math.sin(p), math.cos(p)] for p in range(4)])
+
+
+@pytest.mark.parametrize("n, d_model, name", [
+    (0, 4, "n"), (-1, 4, "n"), (2.5, 4, "n"), (True, 4, "n"), ("3", 4, "n"),
+    (3, 3, "d_model"), (3, 0, "d_model"), (3, 4.0, "d_model"), (3, None, "d_model"),
+])
+def test_sinusoidal_positional_encoding_refuses_bad_arguments(n, d_model, name):
+    with pytest.raises(ValueError, match=f"^{name} must"):
+        sinusoidal_positional_encoding(n, d_model)
