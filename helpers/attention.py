@@ -22,6 +22,7 @@ __all__ = [
     "softmax",
     "scaled_dot_product_attention",
     "causal_mask",
+    "padding_mask",
     "attention_entropy",
     "split_heads",
     "merge_heads",
@@ -35,25 +36,70 @@ __all__ = [
 # so a learner never meets a traceback from deep inside numpy.
 # --------------------------------------------------------------------------
 
-def _as_real_array(x, name, allow_neginf=False):
+def _refuse_masked_array(x, name, how=None):
+    """Raise ValueError if ``x`` is a numpy masked array (or a list or tuple holding one).
+
+    ``np.asarray`` drops a masked array's mask without a word, so the hidden
+    entries would come back and take part. And the two conventions are
+    opposite: in ``np.ma`` True means *hidden*, in the course's masks True
+    means *may attend*. So a masked array is refused everywhere, with the
+    conversion spelled out; ``how`` replaces the default conversion text.
+    """
+    if isinstance(x, np.ma.MaskedArray) or (
+            isinstance(x, (list, tuple)) and any(isinstance(e, np.ma.MaskedArray) for e in x)):
+        how = how or (f"pass the plain data, np.ma.getdata({name}), and, where entries must be left out, "
+                      f"a boolean mask built from the masked array's own: mask = ~np.ma.getmaskarray({name})")
+        raise ValueError(
+            f"{name} is a numpy masked array (np.ma), which is not accepted: numpy would drop its mask silently "
+            f"and the hidden entries would take part. Note that in np.ma True means *hidden*, the opposite of "
+            f"the course's masks, where True means *may attend*. Instead, {how}"
+        )
+
+
+def _as_real_array(x, name, allow_neginf=False, how=None):
     """Return ``x`` as a float array, or raise ValueError naming ``name``.
 
-    NaN and inf are refused; with ``allow_neginf`` -inf is let through.
+    NaN and inf are refused; with ``allow_neginf`` -inf is let through. A
+    numpy masked array is refused (see ``_refuse_masked_array``; ``how``
+    is its conversion advice). The check costs two reductions (min and max)
+    over ``x``; only a failing input is looked at entry by entry.
     """
+    _refuse_masked_array(x, name, how)
     try:
         arr = np.asarray(x)
     except Exception as exc:  # ragged lists and other oddities
         raise ValueError(f"{name} must be an array of real numbers; could not read it as one ({exc})") from None
+    if arr.dtype.kind == "O":  # Python objects: huge ints, Fractions, None, text...
+        try:
+            arr = arr.astype(float)
+        except OverflowError:
+            raise ValueError(f"{name} holds a number too large for float64 (beyond about 1.8e308); "
+                             f"every entry must be a finite float64 number (shape {arr.shape})") from None
+        except Exception:
+            raise ValueError(f"{name} must be an array of real numbers; got dtype object with an entry "
+                             f"that is not a number (shape {arr.shape})") from None
     if arr.dtype.kind not in "iuf":  # integers or floats; not bool, complex, text, dates, objects
         raise ValueError(f"{name} must be an array of real numbers; got dtype {arr.dtype}")
+    original = arr
     with np.errstate(over="ignore"):  # a long double too big for float64 becomes inf, refused below
         arr = arr.astype(float, copy=False)
-    bad = np.isnan(arr) | np.isposinf(arr) | (np.isneginf(arr) & (not allow_neginf))
-    if bad.any():
-        what = "NaN" if np.isnan(arr).any() else "inf"
-        need = "a finite number or -inf" if allow_neginf else "a finite number"
-        raise ValueError(f"{name} contains {what}; every entry must be {need} (shape {arr.shape})")
-    return arr
+    if arr.size == 0:
+        return arr
+    top, low = arr.max(), arr.min()  # NaN propagates through both; cheap, no temporary arrays
+    if np.isfinite(top) and (np.isfinite(low) or (allow_neginf and np.isneginf(low))):
+        return arr
+    need = "a finite number or -inf" if allow_neginf else "a finite number"
+    if np.isnan(arr).any():
+        what = "NaN"
+    else:
+        bad = np.isposinf(arr) if allow_neginf else np.isinf(arr)
+        if original.dtype != arr.dtype and np.isfinite(original[bad]).all():
+            raise ValueError(
+                f"{name} holds a number too large for float64 (largest magnitude about 1.8e308): got "
+                f"{np.format_float_scientific(original[bad][0], precision=3)} in dtype {original.dtype}; "
+                f"every entry must be {need} in float64 (shape {arr.shape})")
+        what = "inf" if np.isposinf(arr[bad]).any() else "-inf"
+    raise ValueError(f"{name} contains {what}; every entry must be {need} (shape {arr.shape})")
 
 
 def _at_least_2d(arr, name, what):
@@ -96,18 +142,32 @@ def softmax(x, axis=-1):
     ValueError if ``x`` is not real-valued, holds NaN or ``+inf``, or
     ``axis`` is not an axis of ``x``.
     """
-    arr = _as_real_array(x, "x", allow_neginf=True)
+    arr = _as_real_array(x, "x", allow_neginf=True,
+                         how="to leave masked entries out, fill them with -inf: softmax(np.ma.filled(x, -np.inf))")
     if arr.ndim == 0:
         raise ValueError("x must have at least 1 dimension; got a single number")
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -arr.ndim <= axis < arr.ndim:
         raise ValueError(f"axis must be an integer between {-arr.ndim} and {arr.ndim - 1} for x of shape {arr.shape}; got {axis!r}")
     _not_empty(arr, "x", axis, f"entry along axis {axis} to turn into weights")
     top = np.max(arr, axis=axis, keepdims=True)
-    top = np.where(np.isneginf(top), 0.0, top)  # an all -inf slice: exp(-inf) = 0 everywhere
-    with np.errstate(over="ignore"):  # x - top may underflow to -inf, whose exp is the right 0
-        e = np.exp(arr - top)
+    top[np.isneginf(top)] = 0.0  # an all -inf slice: exp(-inf) = 0 everywhere
+    with np.errstate(over="ignore"):  # x - top may overflow to -inf, whose exp is the right 0
+        e = np.subtract(arr, top)     # the one new array; the rest works in place
+    return _normalise_exp(e, axis)
+
+
+def _normalise_exp(e, axis):
+    """exp(e), then divide each slice along ``axis`` by its sum, all in place in ``e``.
+
+    ``e`` must already have each slice's maximum subtracted (so every entry
+    is <= 0 or -inf, and exp cannot overflow). A slice whose sum is 0 (all
+    -inf) stays all zeros.
+    """
+    np.exp(e, out=e)
     total = np.sum(e, axis=axis, keepdims=True)
-    return e / np.where(total == 0.0, 1.0, total)
+    total[total == 0.0] = 1.0
+    e /= total
+    return e
 
 
 # --------------------------------------------------------------------------
@@ -129,6 +189,13 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     mask : optional boolean array broadcastable to (..., n_q, n_k).
         True means the query may attend to that key. A masked key gets
         exactly zero weight: its score is set to -inf *before* the softmax.
+        A causal mask is (n_q, n_k) (``causal_mask``). A padding mask for a
+        batch of B sentences is (B, 1, n_k), or (B, 1, 1, n_k) with a head
+        axis: the 1 is the query axis, so every query of a sentence loses
+        the same keys. ``padding_mask(is_real)`` builds it from the (B, n_k)
+        real-token flags; passing those flags as they are would line B up
+        with n_q (silently, when B happens to equal n_q).
+        A numpy masked array is refused (its True means hidden).
     scale : optional positive number multiplying the scores.
         None (the default) means 1 / sqrt(d_k); 1.0 switches scaling off.
 
@@ -144,9 +211,14 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     ------
     ValueError, naming the argument and the shapes it got, when an input has
     fewer than 2 dimensions, Q and K disagree on d_k, K and V disagree on
-    n_k, batch dimensions do not broadcast, an input holds NaN or inf, the
-    mask is not boolean or does not broadcast to (..., n_q, n_k), or scale is
-    not a positive finite number.
+    n_k, batch dimensions do not broadcast, an input holds NaN or inf (or a
+    number too large for float64), an input or the mask is a numpy masked
+    array, the mask is not boolean or does not broadcast to (..., n_q, n_k),
+    scale is not a positive finite number, or the scores overflow float64.
+
+    Cost: the input checks read Q, K and V once (O(n d)); the scores are the
+    one (..., n_q, n_k) array made, and the softmax works in place in it,
+    so the weights returned are that same array.
     """
     Q = _as_real_array(Q, "Q")
     K = _as_real_array(K, "K")
@@ -179,36 +251,99 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
           or not np.isfinite(float(scale)) or float(scale) <= 0):
         raise ValueError(f"scale must be a positive finite number (or None for 1/sqrt(d_k)); got {scale!r}")
 
-    # Transpose only the last two axes: .T would also reverse the batch axes.
-    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
-        scores = (Q @ np.swapaxes(K, -1, -2)) * float(scale)
-    if not np.all(np.isfinite(scores)):
-        raise ValueError(
-            "the scores Q @ K^T * scale overflowed to inf: Q, K or scale is too large in magnitude "
-            f"(largest |Q| {float(np.abs(Q).max()):.3g}, largest |K| {float(np.abs(K).max()):.3g}, scale {float(scale):.3g})"
-        )
-
     if mask is not None:
+        _refuse_masked_array(mask, "mask", how=(
+            "pass a boolean array, True = may attend; from a masked array m whose True means hidden, "
+            "that is mask=~np.ma.getmaskarray(m)"))
         mask = np.asarray(mask)
         if mask.dtype != bool:
             raise ValueError(
                 f"mask must be boolean (True = may attend); got dtype {mask.dtype} with shape {mask.shape}"
             )
+        scores_shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
         try:
-            full = np.broadcast_shapes(mask.shape, scores.shape)
+            full = np.broadcast_shapes(mask.shape, scores_shape)
         except ValueError:
             full = None
-        if full != scores.shape:
+        if full != scores_shape:
             raise ValueError(
-                f"mask of shape {mask.shape} must broadcast to the scores' shape (..., n_q, n_k) = {scores.shape} "
-                f"without adding or growing dimensions"
+                f"mask of shape {mask.shape} must broadcast to the scores' shape (..., n_q, n_k) = {scores_shape} "
+                f"without adding or growing dimensions. A padding mask for a batch of B sentences needs a "
+                f"query axis of 1: shape (B, 1, n_k), or (B, 1, 1, n_k) with heads; build it from the "
+                f"real-token flags with padding_mask(is_real)"
             )
-        # Mask before the softmax: a masked key's score becomes -inf, so its
-        # exponential is exactly 0 and the remaining weights still sum to 1.
-        scores = np.where(mask, scores, -np.inf)
 
-    weights = softmax(scores, axis=-1)
+    # Overflow, judged from the inputs alone (O(n d), not O(n^2)): every score
+    # is a sum of d_k products, so |score| <= d_k * max|Q| * max|K| * scale.
+    # Only when that bound is huge are the scores themselves checked.
+    scale = float(scale)
+    biggest = d_k * float(np.max(np.abs(Q), initial=0.0)) * float(np.max(np.abs(K), initial=0.0)) * max(scale, 1.0)
+
+    # Transpose only the last two axes: .T would also reverse the batch axes.
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        scores = Q @ np.swapaxes(K, -1, -2)
+        scores *= scale
+    if not biggest < 1e300 and not np.all(np.isfinite(scores)):
+        raise ValueError(
+            "the scores Q @ K^T * scale overflowed to inf: Q, K or scale is too large in magnitude "
+            f"(largest |Q| {float(np.abs(Q).max()):.3g}, largest |K| {float(np.abs(K).max()):.3g}, scale {scale:.3g})"
+        )
+
+    # Mask before the softmax: a masked key's score becomes -inf, so its
+    # exponential is exactly 0 and the remaining weights still sum to 1.
+    if mask is not None:
+        np.copyto(scores, -np.inf, where=~mask)
+    # The softmax of the scores, in place: they are finite or -inf by now.
+    top = np.max(scores, axis=-1, keepdims=True)
+    top[np.isneginf(top)] = 0.0  # a fully masked row: every exp is exactly 0, and the row stays 0
+    with np.errstate(over="ignore"):  # only a score near the float64 limit can overflow here, to the right -inf
+        scores -= top
+    weights = _normalise_exp(scores, -1)
     return weights @ V, weights
+
+
+def padding_mask(is_real, num_heads=None):
+    """The padding mask of a batch of sentences, shaped for ``scaled_dot_product_attention``.
+
+    A batch pads its shorter sentences with filler tokens ([PAD]) to one
+    length n_k. No query may attend to a filler key, whatever the query.
+    So the mask has one row per sentence, shared by every query (and every
+    head): a query axis of length 1, which broadcasts.
+
+    Parameters
+    ----------
+    is_real : boolean array (B, n_k), True where the token is a real one,
+        False at the padding; (n_k,) for one sentence.
+    num_heads : optional. None gives shape (B, 1, n_k) for scores
+        (B, n_q, n_k); any positive whole number adds a head axis of length
+        1 too, giving (B, 1, 1, n_k) for scores (B, num_heads, n_q, n_k).
+
+    Returns
+    -------
+    ndarray of bool, (B, 1, n_k) or (B, 1, 1, n_k) (for one sentence
+    (1, n_k) or (1, 1, n_k)): True = may attend, the course's convention.
+
+    Why not pass ``is_real`` (B, n_k) itself: numpy would line its B up with
+    the queries axis n_q, and when B equals n_q nothing fails, the wrong
+    keys are just hidden from the wrong queries.
+
+    Raises
+    ------
+    ValueError if ``is_real`` is not a boolean array of 1 or 2 dimensions,
+    or is a numpy masked array, or ``num_heads`` is not None or a positive
+    whole number.
+    """
+    _refuse_masked_array(is_real, "is_real", how=(
+        "pass a boolean array, True = a real token; from a masked array m whose True means padding, "
+        "that is is_real=~np.ma.getmaskarray(m)"))
+    flags = np.asarray(is_real)
+    if flags.dtype != bool or flags.ndim not in (1, 2) or flags.shape[-1] == 0:
+        raise ValueError(f"is_real must be a boolean array (B, n_k) or (n_k,), True at real tokens; "
+                         f"got dtype {flags.dtype}, shape {flags.shape}")
+    if num_heads is not None and (isinstance(num_heads, bool) or not isinstance(num_heads, numbers.Integral)
+                                  or num_heads < 1):
+        raise ValueError(f"num_heads must be None or a positive whole number; got {num_heads!r}")
+    return flags[..., None, :] if num_heads is None else flags[..., None, None, :]
 
 
 def causal_mask(n):
