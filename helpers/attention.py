@@ -159,14 +159,14 @@ def softmax(x, axis=-1):
 def _normalise_exp(e, axis):
     """exp(e), then divide each slice along ``axis`` by its sum, all in place in ``e``.
 
-    ``e`` must already have each slice's maximum subtracted (so every entry
-    is <= 0 or -inf, and exp cannot overflow). A slice whose sum is 0 (all
-    -inf) stays all zeros.
+    ``e`` must hold numbers whose exp cannot overflow (each slice's maximum
+    subtracted, or all within +-EXP_SAFE) or -inf. A slice whose sum is 0
+    (all -inf) stays all zeros.
     """
     np.exp(e, out=e)
     total = np.sum(e, axis=axis, keepdims=True)
     total[total == 0.0] = 1.0
-    e /= total
+    e *= np.reciprocal(total, out=total)  # one division per slice, then a multiplication per entry
     return e
 
 
@@ -216,9 +216,13 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     array, the mask is not boolean or does not broadcast to (..., n_q, n_k),
     scale is not a positive finite number, or the scores overflow float64.
 
-    Cost: the input checks read Q, K and V once (O(n d)); the scores are the
-    one (..., n_q, n_k) array made, and the softmax works in place in it,
-    so the weights returned are that same array.
+    Cost: the input checks read Q, K and V once (O(n d)); the scale is
+    applied to Q, and a bound on the scores from the longest query and key
+    (Cauchy-Schwarz) decides whether overflow needs looking at (only when
+    the bound passes 1e300) and whether each row's maximum must be
+    subtracted before exp (only past +-EXP_SAFE). The scores are the one
+    (..., n_q, n_k) array made; the softmax works in place in it, so the
+    weights returned are that same array.
     """
     Q = _as_real_array(Q, "Q")
     K = _as_real_array(K, "K")
@@ -273,20 +277,28 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
                 f"real-token flags with padding_mask(is_real)"
             )
 
-    # Overflow, judged from the inputs alone (O(n d), not O(n^2)): every score
-    # is a sum of d_k products, so |score| <= d_k * max|Q| * max|K| * scale.
-    # Only when that bound is huge are the scores themselves checked.
-    scale = float(scale)
-    biggest = d_k * float(np.max(np.abs(Q), initial=0.0)) * float(np.max(np.abs(K), initial=0.0)) * max(scale, 1.0)
+    # The scale goes onto the queries (n_q * d_k numbers) rather than onto the
+    # scores (n_q * n_k): (scale * Q) @ K^T is the same matrix.
+    scale, Q_given = float(scale), Q
+    if scale != 1.0:
+        with np.errstate(over="ignore"):  # a product too large for float64 is inf: refused below
+            Q = Q * scale
+    # How large can a score be? By Cauchy-Schwarz, |q . k| <= |q| |k|: the
+    # longest query times the longest key bounds every score. That costs
+    # O(n d), not O(n^2), and decides the two checks below.
+    with np.errstate(over="ignore"):  # a norm too large for float64 is inf: the bound is then inf
+        longest_q = np.sqrt(np.max(np.einsum("...i,...i->...", Q, Q), initial=0.0))
+        longest_k = np.sqrt(np.max(np.einsum("...i,...i->...", K, K), initial=0.0))
+    bound = float(longest_q) * float(longest_k)
 
     # Transpose only the last two axes: .T would also reverse the batch axes.
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below
         scores = Q @ np.swapaxes(K, -1, -2)
-        scores *= scale
-    if not biggest < 1e300 and not np.all(np.isfinite(scores)):
+    if not bound < 1e300 and not np.all(np.isfinite(scores)):  # looked at only when the bound is huge
         raise ValueError(
-            "the scores Q @ K^T * scale overflowed to inf: Q, K or scale is too large in magnitude "
-            f"(largest |Q| {float(np.abs(Q).max()):.3g}, largest |K| {float(np.abs(K).max()):.3g}, scale {scale:.3g})"
+            "the scores Q @ K^T * scale overflowed float64 to inf: Q, K or scale is too large in magnitude "
+            f"(largest |Q| {float(np.abs(Q_given).max()):.3g}, largest |K| {float(np.abs(K).max()):.3g}, "
+            f"scale {scale:.3g})"
         )
 
     # Mask before the softmax: a masked key's score becomes -inf, so its
@@ -294,12 +306,23 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     if mask is not None:
         np.copyto(scores, -np.inf, where=~mask)
     # The softmax of the scores, in place: they are finite or -inf by now.
-    top = np.max(scores, axis=-1, keepdims=True)
-    top[np.isneginf(top)] = 0.0  # a fully masked row: every exp is exactly 0, and the row stays 0
-    with np.errstate(over="ignore"):  # only a score near the float64 limit can overflow here, to the right -inf
-        scores -= top
+    # Subtracting each row's maximum keeps exp from overflowing. When every
+    # score lies within +-EXP_SAFE, exp cannot overflow (nor a row's sum, nor
+    # underflow to 0), and the subtraction, which changes nothing
+    # mathematically, is skipped.
+    if not bound <= EXP_SAFE:
+        top = np.max(scores, axis=-1, keepdims=True)
+        top[np.isneginf(top)] = 0.0  # a fully masked row: every exp is exactly 0, and the row stays 0
+        with np.errstate(over="ignore"):  # only a score near the float64 limit can overflow here, to the right -inf
+            scores -= top
     weights = _normalise_exp(scores, -1)
     return weights @ V, weights
+
+
+#: Scores within +-EXP_SAFE need no max subtraction before exp: exp(600) is
+#: about 3.8e260, so even a sum of 10^40 of them stays below float64's
+#: 1.8e308, and exp(-600), about 2.7e-261, is still a normal positive number.
+EXP_SAFE = 600.0
 
 
 def padding_mask(is_real, num_heads=None):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers.attention import _refuse_masked_array
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 __all__ = ["Published", "WorkedExample", "available_examples", "load_example", "matches", "compare", "DATA_DIR"]
@@ -148,6 +150,7 @@ def _fmt(x, decimals):
 
 def matches(ours, published):
     """Boolean array: where ``ours`` rounds to the published value (within half a unit of its last decimal)."""
+    _refuse_masked_array(ours, "ours")
     ours = np.asarray(ours, dtype=float)
     pub = np.asarray(published.value, dtype=float)
     if ours.shape != pub.shape:

@@ -11,9 +11,26 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from helpers.attention import _refuse_masked_array
+
 __all__ = ["weights_heatmap", "plane_plot"]
 
 CMAP = "cividis"
+
+#: The one size rule of the course's heatmaps. Up to this many tokens (rows or
+#: columns) a heatmap writes each weight in its cell and labels every token.
+#: Past it the numbers could not be read (nor drawn in seconds: a 512-token
+#: heatmap has 262,144 cells), so the heatmap is drawn without per-cell
+#: numbers, at a capped figure size, with at most this many tick labels per
+#: axis (every k-th token), and its title says so.
+ANNOTATE_MAX_TOKENS = 20
+#: An HTML heatmap (``weights_table_html``) keeps its numbers up to twice that
+#: many tokens, since its cells have a fixed size in pixels and the page
+#: scrolls (the real-model explorer draws windows of this size). Past it the
+#: table shows its top-left corner of that size and says so in its title.
+TABLE_MAX_TOKENS = 2 * ANNOTATE_MAX_TOKENS
+#: The largest figure a heatmap function makes, in inches (width, height).
+MAX_FIGURE_INCHES = (12.0, 10.0)
 
 
 def _labels(labels, count, name):
@@ -24,6 +41,58 @@ def _labels(labels, count, name):
     if len(labels) != count:
         raise ValueError(f"{name} must give {count} labels, one per {'row' if 'query' in name else 'entry'}; got {len(labels)}")
     return labels
+
+
+def _as_checked_array(x, name, dtype=float):
+    """``x`` as an ndarray of ``dtype``, or ValueError naming ``name``; numpy masked arrays are refused.
+
+    A figure cannot honour a masked array's mask (np.asarray drops it), and
+    its True means *hidden*, the opposite of the course's masks: so the
+    learner is asked for the plain numbers (masked weights are usually 0).
+    """
+    _refuse_masked_array(x, name, how=(
+        f"draw the plain numbers: np.ma.filled({name}, 0.0) puts 0 (the weight of a masked key) where the "
+        f"entries are hidden, and ~np.ma.getmaskarray({name}) is the course's mask (True = may attend)"))
+    try:
+        return np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be an array of numbers; could not read it as one ({exc})") from None
+
+
+def _capped(width, height):
+    """A figure size (inches) no larger than MAX_FIGURE_INCHES, shrunk keeping its proportions."""
+    shrink = min(1.0, MAX_FIGURE_INCHES[0] / width, MAX_FIGURE_INCHES[1] / height)
+    return (width * shrink, height * shrink)
+
+
+def _is_large(*sizes):
+    """Whether a heatmap with these numbers of rows and columns is past ANNOTATE_MAX_TOKENS."""
+    return max(sizes) > ANNOTATE_MAX_TOKENS
+
+
+def _ticks(ax, axis, labels, n=None, **style):
+    """Tick labels on ``axis`` ("x" or "y") for ``n`` rows or columns (default len(labels)).
+
+    Every token is labelled up to ANNOTATE_MAX_TOKENS; past it every k-th
+    one, as "position: token", so that at most ANNOTATE_MAX_TOKENS labels are
+    drawn. Empty ``labels`` puts the ticks without labels. Returns k.
+    """
+    n = len(labels) if n is None else n
+    step = max(1, -(-n // ANNOTATE_MAX_TOKENS))  # ceil: at most ANNOTATE_MAX_TOKENS labels
+    where = list(range(0, n, step))
+    shown = [f"{i}: {labels[i]}" if step > 1 else labels[i] for i in where] if labels else []
+    (ax.set_xticks if axis == "x" else ax.set_yticks)(where, labels=shown, **style)
+    return step
+
+
+def _large_note(n_q, n_k, step_q, step_k):
+    """The title's note on a heatmap past ANNOTATE_MAX_TOKENS: what it leaves out."""
+    if step_q == step_k:
+        labels = f"; 1 token in {step_q} labelled" if step_q > 1 else ""
+    else:
+        labels = "; " + ", ".join(f"1 {what} in {step} labelled" for what, step in (("query", step_q), ("key", step_k))
+                                  if step > 1)
+    return f"\n({n_q} x {n_k}, over {ANNOTATE_MAX_TOKENS} tokens: weights not written in cells{labels})"
 
 
 def _text_colour(value):
@@ -43,6 +112,11 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
         every heatmap on the same scale; None stretches the colours up to the
         largest weight, which shows small differences better.
 
+    Past ANNOTATE_MAX_TOKENS rows or columns the weights are not written in
+    the cells, the figure is capped at MAX_FIGURE_INCHES, at most
+    ANNOTATE_MAX_TOKENS tokens per axis are labelled (as "position: token"),
+    and the title says so. A 512-token heatmap takes about a second.
+
     Returns the matplotlib Figure. Raises ValueError for weights that are not
     a non-empty matrix of numbers in [0, 1] or labels that do not fit.
     """
@@ -50,21 +124,23 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
         raise ValueError(f"decimals must be a whole number from 0 to 6; got {decimals!r}")
     top = float(w.max()) if vmax is None else float(vmax)
+    large = _is_large(*w.shape)
     if ax is None:
-        fig, ax = plt.subplots(figsize=(1.0 + 0.9 * w.shape[1], 0.8 + 0.6 * w.shape[0]), layout="constrained")
+        fig, ax = plt.subplots(figsize=_capped(1.0 + 0.9 * w.shape[1], 0.8 + 0.6 * w.shape[0]), layout="constrained")
     else:
         fig = ax.figure
     top = top if top > 0 else 1.0
     image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=top, aspect="auto")
-    for i in range(w.shape[0]):
-        for j in range(w.shape[1]):
-            ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
-                    color=_text_colour(w[i, j] / top), fontsize=9)
-    ax.set_xticks(range(w.shape[1]), labels=list(key_labels))
-    ax.set_yticks(range(w.shape[0]), labels=list(query_labels))
+    if not large:
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
+                        color=_text_colour(w[i, j] / top), fontsize=9)
+    step_k = _ticks(ax, "x", list(key_labels), rotation=90 if large else 0)
+    step_q = _ticks(ax, "y", list(query_labels))
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
-    ax.set_title(title)
+    ax.set_title(title + (_large_note(*w.shape, step_q, step_k) if large else ""))
     fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
     return fig
 
@@ -77,10 +153,13 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     moves: optional list of (start, end, label) pairs of 2-D points; each
         is drawn as an arrow from start to end, labelled at the end.
     axis_labels: names of the two dimensions.
+    Past ANNOTATE_MAX_TOKENS points only every k-th point is labelled (at
+    most ANNOTATE_MAX_TOKENS labels, as "position: label"), and the title
+    says so.
 
     Returns the matplotlib Figure.
     """
-    P = np.asarray(points, dtype=float)
+    P = _as_checked_array(points, "points")
     if P.ndim != 2 or P.shape[1] != 2 or P.shape[0] == 0:
         raise ValueError(f"points must have shape (n, 2) with n >= 1; got {P.shape}")
     labels = _labels(labels, P.shape[0], "labels")
@@ -89,8 +168,12 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     else:
         fig = ax.figure
     ax.scatter(P[:, 0], P[:, 1], color="0.35", zorder=3)
-    for (x, y), label in zip(P, labels):
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=10)
+    step = max(1, -(-len(P) // ANNOTATE_MAX_TOKENS))  # past ANNOTATE_MAX_TOKENS points, label every k-th
+    for i in range(0, len(P), step):
+        ax.annotate(labels[i] if step == 1 else f"{i}: {labels[i]}", tuple(P[i]), textcoords="offset points",
+                    xytext=(6, 4), fontsize=10)
+    if step > 1:
+        title += f"\n({len(P)} points, over {ANNOTATE_MAX_TOKENS}: 1 in {step} labelled, as position: label)"
     for start, end, label in moves or []:
         ax.annotate("", xy=end, xytext=start,
                     arrowprops=dict(arrowstyle="->", color="tab:blue", lw=2), zorder=4)
@@ -135,7 +218,7 @@ def senses_plot(sentences, axis_labels=("x1", "x2"), title="", ax=None):
         fig = ax.figure
     seen = {}
     for s in sentences:
-        P = np.asarray(s["points"], dtype=float)
+        P = _as_checked_array(s["points"], "points")
         if P.ndim != 2 or P.shape[1] != 2 or len(s["labels"]) != len(P):
             raise ValueError(f"points of {s['name']!r} must have shape (n, 2) with n labels; got {P.shape} and {len(s['labels'])} labels")
         for p, label in zip(P, s["labels"]):
@@ -149,7 +232,7 @@ def senses_plot(sentences, axis_labels=("x1", "x2"), title="", ax=None):
         ax.scatter(xs, ys, color=colour, marker=marker, zorder=3, label=s["name"])
         for (label, x, y), _ in mine:
             ax.annotate(label, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=9, color=colour)
-        start, end = np.asarray(s["start"], dtype=float), np.asarray(s["end"], dtype=float)
+        start, end = _as_checked_array(s["start"], "start"), _as_checked_array(s["end"], "end")
         ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=colour, lw=2), zorder=4)
         ax.scatter([end[0]], [end[1]], color=colour, marker="D", s=50, edgecolor="black", zorder=5)
         offset = s.get("after_offset", (6, -14))
@@ -205,11 +288,13 @@ def _labelled_weights(weights, query_labels, key_labels):
     """``(weights, query_labels, key_labels)`` as a float matrix (n_q, n_k) of numbers
     in [0, 1] and two lists of strings, or ValueError unless there is one label per
     row and column."""
-    w = np.asarray(weights, dtype=float)
+    w = _as_checked_array(weights, "weights")
     if w.ndim != 2 or w.size == 0:
         raise ValueError(f"weights must be a non-empty matrix (n_q, n_k); got shape {w.shape}")
-    if not np.all(np.isfinite(w)) or (w < 0).any() or (w > 1 + 1e-9).any():
-        raise ValueError(f"weights must be attention weights, numbers in [0, 1]; got values from {np.nanmin(w)} to {np.nanmax(w)}")
+    if np.isnan(w).any():
+        raise ValueError(f"weights must be attention weights, numbers in [0, 1]; got NaN in shape {w.shape}")
+    if (w < 0).any() or (w > 1 + 1e-9).any():
+        raise ValueError(f"weights must be attention weights, numbers in [0, 1]; got values from {w.min()} to {w.max()}")
     return w, _labels(query_labels, w.shape[0], "query_labels"), _labels(key_labels, w.shape[1], "key_labels")
 
 
@@ -237,18 +322,28 @@ def weights_table_html(weights, query_labels, key_labels, title="", masked=None,
         table (numbers printed with ``decimals``, strings as they are).
     decimals: decimals of the weights. cell_width (px), font_size (px).
     colour_bar: add a 0-to-1 colour key under the table.
+    Past TABLE_MAX_TOKENS queries or keys, only the top-left corner of that
+    size is drawn, and the title says so.
 
     Returns a string of HTML (for an ``ipywidgets.HTML`` or ``IPython.display.HTML``).
     Raises ValueError on mismatched shapes or labels.
     """
     w, query_labels, key_labels = _labelled_weights(weights, query_labels, key_labels)
-    hide = np.zeros(w.shape, dtype=bool) if masked is None else np.asarray(masked, dtype=bool)
+    hide = np.zeros(w.shape, dtype=bool) if masked is None else _as_checked_array(masked, "masked", bool)
     if hide.shape != w.shape:
         raise ValueError(f"masked must have the shape of weights {w.shape}; got {hide.shape}")
     notes = dict(row_notes or {})
     for heading, values in notes.items():
         if len(values) != w.shape[0]:
             raise ValueError(f"row_notes[{heading!r}] needs {w.shape[0]} values, one per query; got {len(values)}")
+    if max(w.shape) > TABLE_MAX_TOKENS:  # a corner only: 512 x 512 cells would be 33 MB of HTML
+        n_q, n_k = w.shape
+        a, b = min(n_q, TABLE_MAX_TOKENS), min(n_k, TABLE_MAX_TOKENS)
+        w, hide, query_labels, key_labels = w[:a, :b], hide[:a, :b], query_labels[:a], key_labels[:b]
+        notes = {heading: list(values)[:a] for heading, values in notes.items()}
+        title = (f"{title} " if title else "") + (
+            f"(queries 0 to {a - 1} and keys 0 to {b - 1} of {n_q} x {n_k}: past {TABLE_MAX_TOKENS} tokens the "
+            f"table shows this corner; pass weights[i:j, k:l] and their labels for another window)")
     esc = _html.escape
     cell = f"width:{cell_width}px;height:{round(font_size * 1.9)}px;text-align:center;padding:0;border:1px solid #fff"
     head = "padding:0 5px;font-weight:normal;color:#444"
@@ -295,10 +390,12 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=4, de
         ``multi_head_attention``; queries on rows, keys on columns.
     titles: optional num_heads titles (default 'head 1', 'head 2', ...).
     columns: heatmaps per row of the figure.
+    Past ANNOTATE_MAX_TOKENS tokens: no numbers in the cells, a capped figure,
+    thinned tick labels, and the suptitle says so (as :func:`weights_heatmap`).
 
     Returns the matplotlib Figure.
     """
-    w = np.asarray(weights, dtype=float)
+    w = _as_checked_array(weights, "weights")
     if w.ndim != 3:
         raise ValueError(f"weights must have shape (num_heads, n_q, n_k); got {w.shape}")
     h, n_q, n_k = w.shape
@@ -307,24 +404,25 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=4, de
         raise ValueError(f"need one title per head ({h}); got {len(titles)}")
     cols = min(columns, h)
     rows = -(-h // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(1.4 + 0.5 * n_k * cols, 1.0 + 0.6 * n_q * rows),
+    large = _is_large(n_q, n_k)
+    fig, axes = plt.subplots(rows, cols, figsize=_capped(1.4 + 0.5 * n_k * cols, 1.0 + 0.6 * n_q * rows),
                              layout="constrained", squeeze=False)
     for k, ax in enumerate(axes.flat):
         if k >= h:
             ax.axis("off")
             continue
         image = ax.imshow(w[k], cmap=CMAP, vmin=0.0, vmax=1.0)
-        for (i, j), value in np.ndenumerate(w[k]):
-            ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=7, color=_text_colour(value))
-        ax.set_xticks(range(n_k), labels=list(key_labels) if k + cols >= h else [],
-                      rotation=90, fontsize=8)
-        ax.set_yticks(range(n_q), labels=list(query_labels) if k % cols == 0 else [], fontsize=8)
+        if not large:
+            for (i, j), value in np.ndenumerate(w[k]):
+                ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=7, color=_text_colour(value))
+        step_k = _ticks(ax, "x", list(key_labels) if k + cols >= h else [], n_k, rotation=90, fontsize=8)
+        step_q = _ticks(ax, "y", list(query_labels) if k % cols == 0 else [], n_q, fontsize=8)
         ax.set_title(titles[k], fontsize=9)
     fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
     fig.supxlabel("key (attended to)", fontsize=9)
     fig.supylabel("query (attending)", fontsize=9)
-    if suptitle:
-        fig.suptitle(suptitle)
+    if suptitle or large:
+        fig.suptitle(suptitle + (_large_note(n_q, n_k, step_q, step_k).lstrip("\n") if large else ""))
     return fig
 
 
@@ -338,14 +436,14 @@ def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=Fa
 
     Returns the matplotlib Figure.
     """
-    x = np.asarray(x, dtype=float)
+    x = _as_checked_array(x, "x")
     if ax is None:
         fig, ax = plt.subplots(figsize=(4.6, 3.2), layout="constrained")
     else:
         fig = ax.figure
     lines = list(series.items()) + ([reference] if reference is not None else [])
     for k, (label, y) in enumerate(lines):
-        y = np.asarray(y, dtype=float)
+        y = _as_checked_array(y, f"series[{label!r}]" if k < len(series) else "reference")
         if y.shape != x.shape:
             raise ValueError(f"the line {label!r} must have the shape of x {x.shape}; got {y.shape}")
         if k == len(series):
@@ -386,7 +484,7 @@ def layer_head_grid(values, title, vmax, colour_label, ax=None, decimals=2, vmin
     Returns the matplotlib Figure. Raises ValueError for values that are not
     a non-empty matrix of finite numbers or a range with vmax <= vmin.
     """
-    v = np.asarray(values, dtype=float)
+    v = _as_checked_array(values, "values")
     if v.ndim != 2 or v.size == 0 or not np.all(np.isfinite(v)):
         raise ValueError(f"values must be a non-empty matrix (num_layers, num_heads) of finite numbers; got shape {v.shape}")
     if not float(vmax) > float(vmin):
@@ -417,6 +515,9 @@ def heatmap_panels(panels, decimals=2, cell=0.34, suptitle=""):
         Rows are queries, columns are keys, each weight written in its cell,
         cividis on the fixed range 0 to 1 (as :func:`weights_heatmap`).
     decimals: of the weights written in the cells. cell: inches per cell.
+    Past ANNOTATE_MAX_TOKENS tokens in any panel: no numbers in the cells, a
+    capped figure, thinned tick labels, and the suptitle says so (as
+    :func:`weights_heatmap`).
 
     Returns the matplotlib Figure. Raises ValueError as :func:`weights_heatmap`
     does for weights or labels that do not fit, or for an empty grid.
@@ -428,29 +529,35 @@ def heatmap_panels(panels, decimals=2, cell=0.34, suptitle=""):
     columns = max(len(row) for row in checked)
     widths = [max(row[c][0].shape[1] for row in checked if c < len(row)) for c in range(columns)]
     heights = [max(p[0].shape[0] for p in row) for row in checked]
-    label_room = 0.09 * max(len(str(label)) for row in checked for p in row for label in p[1])
-    fig = plt.figure(figsize=(1.6 + label_room * columns + cell * sum(widths),
-                              0.9 + 0.6 * len(rows) + cell * sum(heights) + (0.3 if suptitle else 0)),
+    large = _is_large(*widths, *heights)
+    label_room = 0.09 * min(max(len(str(label)) for row in checked for p in row for label in p[1]), 30)
+    fig = plt.figure(figsize=_capped(1.6 + label_room * columns + cell * sum(widths),
+                                     0.9 + 0.6 * len(rows) + cell * sum(heights) + (0.3 if suptitle else 0)),
                      layout="constrained")
     grid = fig.add_gridspec(len(rows), columns, width_ratios=widths, height_ratios=heights)
-    axes = []
+    axes, steps = [], set()
     for r, row in enumerate(checked):
         for c, (w, query_labels, key_labels, title) in enumerate(row):
             ax = fig.add_subplot(grid[r, c])
             image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
-            for (i, j), value in np.ndenumerate(w):
-                ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=6.5,
-                        color=_text_colour(value))
-            ax.set_xticks(range(w.shape[1]), labels=key_labels, rotation=90, fontsize=8)
-            ax.set_yticks(range(w.shape[0]), labels=query_labels, fontsize=8)
+            if not large:
+                for (i, j), value in np.ndenumerate(w):
+                    ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=6.5,
+                            color=_text_colour(value))
+            steps.add(_ticks(ax, "x", key_labels, rotation=90, fontsize=8))
+            steps.add(_ticks(ax, "y", query_labels, fontsize=8))
             ax.set_title(title, fontsize=9)
             axes.append(ax)
     # A colour bar about 4 inches tall, however tall the grid.
     fig.colorbar(image, ax=axes, label="attention weight", shrink=min(0.8, 4.0 / fig.get_figheight()))
     fig.supxlabel("key (attended to)", fontsize=9)
     fig.supylabel("query (attending)", fontsize=9)
+    if large:  # one note for the grid: the largest panel's size and the coarsest labelling
+        step = max(steps)
+        suptitle += (f"\n(panels up to {max(heights)} x {max(widths)}, over {ANNOTATE_MAX_TOKENS} tokens: weights "
+                     f"not written in cells" + (f"; at most 1 token in {step} labelled)" if step > 1 else ")"))
     if suptitle:
-        fig.suptitle(suptitle, fontsize=11)
+        fig.suptitle(suptitle.lstrip("\n"), fontsize=11)
     return fig
 
 
@@ -466,7 +573,7 @@ def weights_row_html(row, key_labels, title="", marked=None, decimals=3):
     Returns a string of HTML. Raises ValueError for a row that is not a
     non-empty vector of weights, or labels that do not fit.
     """
-    w = np.asarray(row, dtype=float)
+    w = _as_checked_array(row, "row")
     if w.ndim != 1:
         raise ValueError(f"row must be one row of weights, shape (n_k,); got shape {w.shape}")
     w, _, key_labels = _labelled_weights(w[None, :], ["row"], key_labels)

@@ -18,6 +18,8 @@ import numbers
 
 import numpy as np
 
+from helpers.attention import _refuse_masked_array
+
 __all__ = ["random_queries_keys", "softmax_jacobian", "jacobian_size"]
 
 
@@ -63,11 +65,14 @@ def softmax_jacobian(weights):
     Raises ValueError if ``weights`` has no axis, holds a negative or
     non-finite entry, or a row does not sum to 1 (within 1e-6).
     """
+    _refuse_masked_array(weights, "weights")
     w = np.asarray(weights, dtype=float)
     if w.ndim == 0:
         raise ValueError("weights must have at least 1 dimension (one row of weights); got a single number")
-    if not np.all(np.isfinite(w)) or (w < 0).any():
-        raise ValueError(f"weights must be finite and non-negative; got shape {w.shape} with min {np.nanmin(w)}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"weights must be finite and non-negative; got NaN or inf in shape {w.shape}")
+    if (w < 0).any():
+        raise ValueError(f"weights must be finite and non-negative; got shape {w.shape} with min {w.min()}")
     sums = w.sum(axis=-1)
     if not np.allclose(sums, 1.0, atol=1e-6):
         raise ValueError(f"every row of weights must sum to 1 (a softmax output); got row sums {np.round(sums, 6)}")

@@ -30,6 +30,7 @@ import ipywidgets as widgets
 import numpy as np
 import traitlets
 
+from helpers.attention import _refuse_masked_array
 from helpers.attention import (
     attention_entropy,
     causal_mask,
@@ -303,6 +304,7 @@ def _example(example):
 def _positions(hidden, tokens):
     """``hidden`` as a sorted tuple of distinct key positions of ``tokens``; ValueError otherwise."""
     n = len(tokens)
+    _refuse_masked_array(hidden, "hidden", how="pass a tuple of the key positions to hide, e.g. (0, 2)")
     if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Iterable):
         raise ValueError(f"hidden must be a tuple or list of key positions 0 to {n - 1} of {list(tokens)} "
                          f"(empty to hide nothing); got {hidden!r}")
@@ -545,6 +547,7 @@ def heads_state(num_heads=8, d_model=HEADS_D_MODEL, tokens=HEADS_TOKENS, seed=0)
     is not a non-negative whole number, or tokens that are not a non-empty
     tuple or list of words (strings).
     """
+    _refuse_masked_array(tokens, "tokens", how="pass a tuple or list of words (strings)")
     if (isinstance(tokens, str) or not isinstance(tokens, (tuple, list)) or not tokens
             or not all(isinstance(t, str) for t in tokens)):
         raise ValueError(f"tokens must be a non-empty tuple or list of words (strings), one per position; "
