@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.attention import scaled_dot_product_attention, softmax
+from helpers.attention import _refuse_masked_array, scaled_dot_product_attention, softmax
 
 __all__ = [
     "Feedback",
@@ -134,6 +134,12 @@ def _not_numbers(what):
 
 def _read(answer):
     """Return (float ndarray, None) or (None, Feedback) for an answer that is not numbers."""
+    try:  # the course's one rule for numpy masked arrays, given here as feedback, not raised
+        _refuse_masked_array(answer, "answer", how=(
+            "give a plain array holding the value a hidden entry should have: np.ma.filled(answer, 0.0) "
+            "for masked weights, np.ma.filled(answer, -np.inf) for masked scores"))
+    except ValueError as exc:
+        return None, Feedback(False, "masked_array", f"Your {exc}.")
     if isinstance(answer, (str, bytes)):
         return None, Feedback(False, "not_numbers",
                               "Your answer is text (a string in quotes), not numbers. Remove the quotes.")
@@ -183,6 +189,22 @@ def _read(answer):
     if arr.size == 0:
         return None, Feedback(False, "shape", "Your answer is empty.")
     return arr, None
+
+
+def _looks_like_pair(items):
+    """Whether two items look like the (output, weights) pair of scaled_dot_product_attention:
+    arrays of at least 2 dimensions agreeing on all but the last axis, the second made of
+    non-negative rows that sum to 1 (or 0, for a query with nothing to attend to)."""
+    if len(items) != 2:
+        return False
+    try:
+        out, w = np.asarray(items[0], dtype=float), np.asarray(items[1], dtype=float)
+    except Exception:
+        return False
+    if out.ndim < 2 or w.ndim < 2 or out.shape[:-1] != w.shape[:-1] or not np.all(np.isfinite(w)) or (w < 0).any():
+        return False
+    sums = w.sum(axis=-1)
+    return bool(np.all((np.abs(sums - 1.0) <= 1e-3) | (sums == 0.0)))
 
 
 def _shape_words(shape):
@@ -281,6 +303,9 @@ class _NumericExercise(_Exercise):
     weights = False          # True: the answer is attention weights (rows sum to 1)
     labels_rows = None       # names for the rows (queries) of a matrix answer
     labels_cols = None       # names for the entries of a row (keys, or dimensions)
+    #: names for the rows and columns of a *bigger* answer that holds the asked-for one
+    #: (e.g. the whole score matrix given where one score is asked): (row labels, column labels)
+    container_labels = (None, None)
 
     def _set_variants(self, variants):
         """Keep the (key, message, value) variants that these inputs tell apart; register the exercise."""
@@ -313,7 +338,53 @@ class _NumericExercise(_Exercise):
             ok = (np.abs(a - b) <= self.atol) | (a == b) | (np.isneginf(b) & (a <= MASKED_FILL))
         return bool(np.all(ok))
 
+    #: Feedback on a whole answer that may be improved by looking inside a tuple or list:
+    #: the answer could not be read as one array, or was read and matched nothing.
+    _LOOK_INSIDE = frozenset({"unreadable", "none_entry", "not_numbers", "shape", "different", "nan_inf",
+                              "sum_not_one", "negative"})
+
     def _feedback(self, answer):
+        whole = self._whole_feedback(answer)
+        if whole.correct or whole.mistake not in self._LOOK_INSIDE or not isinstance(answer, (tuple, list)):
+            return whole
+        return self._inside_feedback(answer) or whole
+
+    def _inside_feedback(self, answer):
+        """A tuple or list holding the right answer (or a named mistake) among other things.
+
+        Read after the whole answer failed: a tuple of rows is a matrix and is
+        read whole first. The pair (output, weights) returned by
+        scaled_dot_product_attention is recognised and named.
+        """
+        items = list(answer)
+        if not 2 <= len(items) <= 16 or not any(isinstance(item, (list, tuple, np.ndarray)) for item in items):
+            return None  # a list of plain numbers has no inside to look at
+        pair = _looks_like_pair(items)
+        kind = "tuple" if isinstance(answer, tuple) else "list"
+        names = ("output", "weights")
+        found = []
+        for i, item in enumerate(items):
+            sub = self._whole_feedback(item)
+            if sub.correct or sub.mistake in self.mistakes:
+                found.append((0 if sub.correct else 1, i, sub))
+        if not found:
+            return None
+        _, i, sub = min(found, key=lambda f: f[:2])
+        if pair:
+            opening = (f"Your answer is the pair (output, weights) that scaled_dot_product_attention (and "
+                       f"multi_head_attention) returns, not one array. Unpack it first: output, weights = "
+                       f"scaled_dot_product_attention(Q, K, V, ...), then answer = {names[i]}.")
+        else:
+            opening = (f"Your answer is a {kind} of {len(items)} things, not one array. Give the one that "
+                       f"answers the exercise alone: answer = answer[{i}], or unpack the {kind}.")
+        if sub.correct:
+            return Feedback(False, "pair" if pair else "container",
+                            opening + f" Its item {i}{' (the ' + names[i] + ')' if pair else ''} is the right answer.")
+        return Feedback(False, sub.mistake,
+                        opening + f" Looking at item {i}{' (the ' + names[i] + ')' if pair else ''}: {sub.text}")
+
+    def _whole_feedback(self, answer):
+        """The feedback on ``answer`` read as one number or array."""
         arr, problem = _read(answer)
         if problem is not None:
             return problem
@@ -388,8 +459,68 @@ class _NumericExercise(_Exercise):
                 return other
         return None
 
+    def _inside(self, arr, value):
+        """Where ``value`` (an answer of the exercise's shape) sits inside the bigger ``arr``.
+
+        Returns (index tuple, "row"/"entry"/"slice"/"column") or None. Looked for:
+        an entry of an array when one number is asked, a row (or a column) of a
+        matrix when one row is asked, and a slice along the leading axes in general.
+        """
+        want = np.shape(value)
+        extra = arr.ndim - len(want)
+        if extra < 1 or arr.size <= np.size(value) or arr.size > 10**6:  # the same size: a reshape, said elsewhere
+            return None
+        if arr.shape[extra:] == want:
+            for idx in np.ndindex(*arr.shape[:extra]):
+                if self._close(arr[idx], value):
+                    what = "entry" if not want else ("row" if extra == 1 and arr.ndim == 2 else "slice")
+                    return idx, what
+        if len(want) == 1 and arr.ndim == 2 and arr.shape[0] == want[0]:
+            for j in range(arr.shape[1]):
+                if self._close(arr[:, j], value):
+                    return (slice(None), j), "column"
+        return None
+
+    def _granularity_feedback(self, arr, answer):
+        """The answer is a bigger array holding the asked-for one (or a named mistake): say where."""
+        asked = _shape_words(self.expected.shape)
+        gave = "a whole matrix" if arr.ndim == 2 else f"an array of shape {arr.shape}"
+        base = "answer" if type(answer) is np.ndarray else "np.asarray(answer)"
+        for key, message, value in [(None, None, self.expected)] + list(self._variants):
+            where = self._inside(arr, value)
+            if where is None:
+                continue
+            idx, what = where
+            index = ", ".join(":" if isinstance(i, slice) else str(int(i)) for i in idx)
+            label = self._place_words(idx, what)
+            start = (f"Your answer is {gave}, {_shape_words(arr.shape)}; the exercise asks for {asked} "
+                     f"({self.shape_note}).")
+            if key is None:
+                return Feedback(False, "granularity",
+                                f"{start} The right one is the {what} [{index}] of yours{label}: "
+                                f"answer = {base}[{index}].")
+            return Feedback(False, key, f"{start} Its {what} [{index}]{label} is what you meant, but: {message}")
+        return None
+
+    def _place_words(self, idx, what):
+        """' (row 'bank', column 'river')' for an index into a bigger answer, from ``container_labels``."""
+        rows, cols = self.container_labels
+        try:
+            if what == "entry" and len(idx) == 2 and rows is not None and cols is not None:
+                return f" (row '{rows[idx[0]]}', column '{cols[idx[1]]}')"
+            if what == "entry" and len(idx) == 1 and cols is not None:
+                return f" (the entry of '{cols[idx[0]]}')"
+            if what == "row" and rows is not None:
+                return f" (the row of '{rows[idx[0]]}')"
+        except (IndexError, TypeError):
+            pass
+        return " (your matrix may be transposed)" if what == "column" else ""
+
     def _shape_feedback(self, arr, answer):
         want = self.expected.shape
+        inside = self._granularity_feedback(arr, answer)
+        if inside is not None:
+            return inside
         text = (f"Wrong shape: the answer is {_shape_words(want)} ({self.shape_note}); "
                 f"yours is {_shape_words(arr.shape)}.")
         if arr.size == self.expected.size and self._close(arr.reshape(want), self.expected):
@@ -435,6 +566,7 @@ class _NumericExercise(_Exercise):
 
 def _matrix(x, name):
     """Instructor input (not a learner's answer): a 2-D float array, or ValueError naming it."""
+    _refuse_masked_array(x, name)
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a matrix (a list of rows); got shape {arr.shape}")
@@ -473,6 +605,7 @@ class ScoreExercise(_NumericExercise):
         i, j = _index(tokens, query, "query"), _index(tokens, key, "key")
         q, k = X[i] @ W_Q, X[j] @ W_K
         self.expected = np.asarray(q @ k)
+        self.container_labels = (list(tokens), list(tokens))  # a whole score matrix: queries x keys
         self.atol = EXACT_ATOL
         self.shape_note = "one dot product gives one number"
         self.title = f"the score of '{query}' against the key of '{key}'"
@@ -539,12 +672,15 @@ class SoftmaxRowExercise(_NumericExercise):
     weights = True
 
     def __init__(self, scores, d_k, labels, d_model=None, names=None):
+        _refuse_masked_array(scores, "scores", how="pass the plain scores, with -np.inf where a key is masked: "
+                                                   "np.ma.filled(scores, -np.inf)")
         s = np.asarray(scores, dtype=float)
         if s.ndim != 1:
             raise ValueError(f"scores must be one row of raw scores, shape (n_k,); got shape {s.shape}")
         if len(labels) != s.size:
             raise ValueError(f"labels must name the {s.size} keys; got {len(labels)} labels")
         self.labels_cols = list(labels)
+        self.container_labels = (None, list(labels))  # a whole weight matrix: its queries are not named here
         root = np.sqrt(d_k)
         self.expected = softmax(s / root)
         self.atol = WEIGHTS_ATOL
@@ -626,6 +762,7 @@ class AttentionWeightsExercise(_NumericExercise):
         self.labels_rows = self.labels_cols = list(labels)
         Q, K = X @ W_Q, X @ W_K
         d_k = K.shape[1]
+        _refuse_masked_array(mask, "mask", how="pass a boolean array, True = may attend")
         keep = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask)
         if keep.shape != (n, n) or keep.dtype != bool:
             raise ValueError(f"mask must be a boolean ({n}, {n}) array, True = may attend; got {keep.dtype} {keep.shape}")
@@ -753,6 +890,7 @@ class ProjectionExercise(_NumericExercise):
         if role not in mats:
             raise ValueError(f"role must be 'query', 'key' or 'value'; got {role!r}")
         x = X[_index(tokens, token, "token")]
+        self.container_labels = (list(tokens), None)  # X @ W for every word: one row per word
         W, Wn = mats[role], mat_names[role]
         self.expected = x @ W
         self.atol = EXACT_ATOL
@@ -801,6 +939,7 @@ class OutputExercise(_NumericExercise):
     def __init__(self, X, W_Q, W_K, W_V, tokens, token, names=None):
         X, W_Q, W_K, W_V = (_matrix(m, name) for m, name in ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
         i = _index(tokens, token, "token")
+        self.container_labels = (list(tokens), None)  # every word's output: one row per word
         Q, K, V = X @ W_Q, X @ W_K, X @ W_V
         out, W = scaled_dot_product_attention(Q, K, V)
         self.expected = out[i]
@@ -936,6 +1075,12 @@ class ChoiceExercise(_Exercise):
 
     def _feedback(self, answer):
         key = self._key_of(answer)
+        if key is None and isinstance(answer, (tuple, list)):  # a choice among other things: name it
+            held = [item for item in answer if self._key_of(item) is not None]
+            if len(held) == 1:
+                kind = "tuple" if isinstance(answer, tuple) else "list"
+                return Feedback(False, "container", f"Your answer is a {kind} holding {held[0]!r} among other "
+                                                    f"things. Give one choice alone, in quotes: answer = {held[0]!r}.")
         if key is None:
             return self.fallback
         if key == self.answer:
