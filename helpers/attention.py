@@ -70,6 +70,10 @@ def _as_real_array(x, name, allow_neginf=False, how=None):
     except Exception as exc:  # ragged lists and other oddities
         raise ValueError(f"{name} must be an array of real numbers; could not read it as one ({exc})") from None
     if arr.dtype.kind == "O":  # Python objects: huge ints, Fractions, None, text...
+        odd = next((v for v in arr.flat if v is None or isinstance(v, (str, bytes))), 0)
+        if odd != 0:  # astype(float) would turn None into NaN and "1.5" into 1.5: neither is a number here
+            raise ValueError(f"{name} must be an array of real numbers; got dtype object with an entry "
+                             f"that is not a number ({odd!r}) (shape {arr.shape})")
         try:
             arr = arr.astype(float)
         except OverflowError:
@@ -96,7 +100,7 @@ def _as_real_array(x, name, allow_neginf=False, how=None):
         if original.dtype != arr.dtype and np.isfinite(original[bad]).all():
             raise ValueError(
                 f"{name} holds a number too large for float64 (largest magnitude about 1.8e308): got "
-                f"{np.format_float_scientific(original[bad][0], precision=3)} in dtype {original.dtype}; "
+                f"{np.format_float_scientific(original[bad][0], precision=3, trim='-')} in dtype {original.dtype}; "
                 f"every entry must be {need} in float64 (shape {arr.shape})")
         what = "inf" if np.isposinf(arr[bad]).any() else "-inf"
     raise ValueError(f"{name} contains {what}; every entry must be {need} (shape {arr.shape})")

@@ -345,9 +345,13 @@ class _NumericExercise(_Exercise):
 
     def _feedback(self, answer):
         whole = self._whole_feedback(answer)
-        if whole.correct or whole.mistake not in self._LOOK_INSIDE or not isinstance(answer, (tuple, list)):
+        if whole.correct or not isinstance(answer, (tuple, list)):
             return whole
-        return self._inside_feedback(answer) or whole
+        # A pair (output, weights) with d_v = n_k reads whole as one (2, n_q, n_k) array holding the
+        # answer; as a pair it is said better. A list of rows holding the answer stays "that row of yours".
+        if whole.mistake in self._LOOK_INSIDE or (whole.mistake == "granularity" and _looks_like_pair(list(answer))):
+            return self._inside_feedback(answer) or whole
+        return whole
 
     def _inside_feedback(self, answer):
         """A tuple or list holding the right answer (or a named mistake) among other things.
