@@ -143,8 +143,13 @@ def softmax(x, axis=-1):
 
     Raises
     ------
-    ValueError if ``x`` is not real-valued, holds NaN or ``+inf``, or
+    ValueError if ``x`` is not real-valued, holds NaN or ``+inf`` (or a
+    number too large for float64), is a numpy masked array (fill its hidden
+    entries with -inf instead: ``softmax(np.ma.filled(x, -np.inf))``), or
     ``axis`` is not an axis of ``x``.
+
+    Cost: one new array, the result; the exponentials and the division are
+    done in place in it.
     """
     arr = _as_real_array(x, "x", allow_neginf=True,
                          how="to leave masked entries out, fill them with -inf: softmax(np.ma.filled(x, -np.inf))")
@@ -282,7 +287,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
             )
 
     # The scale goes onto the queries (n_q * d_k numbers) rather than onto the
-    # scores (n_q * n_k): (scale * Q) @ K^T is the same matrix.
+    # scores (n_q * n_k): (scale * Q) @ K^T is the same matrix, up to rounding.
     scale, Q_given = float(scale), Q
     if scale != 1.0:
         with np.errstate(over="ignore"):  # a product too large for float64 is inf: refused below
@@ -408,8 +413,9 @@ def attention_entropy(weights):
     single row).
 
     Raises ValueError if ``weights`` is not a real array with at least one
-    dimension, holds NaN, inf or a negative number, or has a row that sums
-    to neither 1 nor 0 (within 1e-6): entropy is defined for weights.
+    dimension, is a numpy masked array, holds NaN, inf or a negative number,
+    or has a row that sums to neither 1 nor 0 (within 1e-6): entropy is
+    defined for weights.
     """
     w = _as_real_array(weights, "weights")
     if w.ndim == 0:
@@ -440,7 +446,9 @@ def split_heads(x, num_heads):
     a transpose of the head and token axes; a reshape alone would mix
     features of different tokens into one head. ``merge_heads`` undoes it.
 
-    Raises ValueError if ``num_heads`` is not a positive integer dividing d_model.
+    Raises ValueError if ``num_heads`` is not a positive integer dividing d_model,
+    or ``x`` is not an array of real numbers of at least 2 dimensions (a
+    numpy masked array is refused).
     """
     x = _as_real_array(x, "x")
     if x.ndim < 2:
@@ -456,6 +464,8 @@ def merge_heads(x):
     """Put the heads back side by side: (..., num_heads, n, d_k) -> (..., n, num_heads * d_k).
 
     The inverse of ``split_heads``: merge_heads(split_heads(x, h)) equals x.
+    Raises ValueError if ``x`` is not an array of real numbers of at least 3
+    dimensions (a numpy masked array is refused).
     """
     x = _as_real_array(x, "x")
     if x.ndim < 3:

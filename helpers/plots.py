@@ -405,7 +405,8 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=4, de
     cols = min(columns, h)
     rows = -(-h // cols)
     large = _is_large(n_q, n_k)
-    fig, axes = plt.subplots(rows, cols, figsize=_capped(1.4 + 0.5 * n_k * cols, 1.0 + 0.6 * n_q * rows),
+    panel = (3.2, 3.2) if large else (0.5 * n_k, 0.6 * n_q)  # inches per heatmap; past the threshold a fixed size
+    fig, axes = plt.subplots(rows, cols, figsize=_capped(1.4 + panel[0] * cols, 1.0 + panel[1] * rows),
                              layout="constrained", squeeze=False)
     for k, ax in enumerate(axes.flat):
         if k >= h:
@@ -422,7 +423,8 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=4, de
     fig.supxlabel("key (attended to)", fontsize=9)
     fig.supylabel("query (attending)", fontsize=9)
     if suptitle or large:
-        fig.suptitle(suptitle + (_large_note(n_q, n_k, step_q, step_k).lstrip("\n") if large else ""))
+        note = _large_note(n_q, n_k, step_q, step_k) if large else ""
+        fig.suptitle(suptitle + note if suptitle else note.lstrip("\n"))
     return fig
 
 
