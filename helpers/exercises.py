@@ -1205,8 +1205,9 @@ class HullExercise(ChoiceExercise):
                 yes += (" Each of its coordinates lies between the smallest and largest of the values' coordinates, "
                         "but that box is larger than the hull: it is a common mistake to check the coordinates "
                         "one at a time.")
+        listed = ", ".join(f"'{t}' {_pair(v)}" for t, v in zip(labels, V))
         super().__init__(
-            question=(f"The values are {', '.join(f'{t} {_pair(v)}' for t, v in zip(labels, V))}. Can some query, "
+            question=(f"The values are {listed}. Can some query, "
                       f"seeing all of them, get the output {p}?"),
             options=self.OPTIONS, answer=answer, why={"yes": yes, "no": no},
             hint=("An output is w_1 v_1 + ... + w_n v_n with every w_j >= 0 and their sum 1. Draw the values, "
