@@ -252,3 +252,80 @@ def test_self_attention_is_permutation_equivariant_and_the_causal_mask_breaks_it
     if shuffled is not None:
         Y = X[shuffled + [4]]
         assert np.allclose(scaled_dot_product_attention(Y @ W_Q, Y @ W_K, Y, mask=mask)[0][-1], last)
+
+
+# ---------------------------------------------------------------- the exercises of notebook 06
+
+from helpers.exercises import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise  # noqa: E402
+
+TOKENS = ["the", "river", "bank", "flooded"]
+W_Q_RB, W_K_RB = np.array([[1.0, 0.5], [0.5, 1.0]]), np.array([[2.0, 0.0], [0.0, 1.0]])   # source 000's formulas
+
+
+def test_permuted_output_exercise_moves_the_rows_with_the_words():
+    ex = PermutedOutputExercise(RIVER_BANK, W_Q_RB, W_K_RB, np.eye(2), TOKENS, ["bank", "flooded", "the", "river"])
+    out, _ = scaled_dot_product_attention(RIVER_BANK @ W_Q_RB, RIVER_BANK @ W_K_RB, RIVER_BANK)
+    assert ex.perm.tolist() == [2, 3, 0, 1]
+    assert ex.feedback(out[[2, 3, 0, 1]]).correct
+    assert ex.feedback(out).mistake == "unpermuted"
+    # [2, 3, 0, 1] is its own inverse: moving the rows "the opposite way" gives the right answer, so it is not named.
+    assert "inverse_order" not in ex.mistakes
+
+
+def test_an_instructor_who_edits_the_sentence_edits_nothing_else():
+    X = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    W = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    ex = PermutedOutputExercise(X, W, W, W, ["a", "b", "c"], ["c", "a", "b"])
+    out, _ = scaled_dot_product_attention(X @ W, X @ W, X @ W)
+    assert ex.feedback(out[[2, 0, 1]]).correct and ex.feedback(out[[1, 2, 0]]).mistake == "inverse_order"
+
+
+@pytest.mark.parametrize("order", [["the", "river", "bank"], ["the", "the", "bank", "flooded"], ["a", "b", "c", "d"]])
+def test_permuted_output_exercise_refuses_an_order_that_is_not_a_permutation(order):
+    with pytest.raises(ValueError, match="^order must"):
+        PermutedOutputExercise(RIVER_BANK, W_Q_RB, W_K_RB, np.eye(2), TOKENS, order)
+
+
+@pytest.mark.parametrize("pos, column, d_model", [(10, 3, 16), (0, 0, 2), (7, 0, 2), (5, 4, 8), (100, 9, 12)])
+def test_sinusoidal_entry_exercise_knows_the_formula(pos, column, d_model):
+    # The formula of Vaswani et al. (2017) sec. 3.5, written out with math: column 2i is sin, 2i + 1 is cos.
+    angle = pos / 10000 ** (2 * (column // 2) / d_model)
+    want = math.sin(angle) if column % 2 == 0 else math.cos(angle)
+    ex = SinusoidalEntryExercise(pos, column, d_model)
+    assert math.isclose(float(ex.expected), want, abs_tol=1e-12)
+    assert ex.feedback(round(want, 3)).correct
+
+
+def test_sinusoidal_entry_by_hand():
+    # PE[10, 3] at d_model 16: i = 1, angle = 10 / 10000^(1/8) = 10 / sqrt(10) = sqrt(10); cos(sqrt(10)) = -0.99979.
+    assert math.isclose(float(SinusoidalEntryExercise(10, 3, 16).expected), math.cos(math.sqrt(10)))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(pos=-1, column=0, d_model=4), "pos"),
+    (dict(pos=1.5, column=0, d_model=4), "pos"),
+    (dict(pos=1, column=4, d_model=4), "column"),
+    (dict(pos=1, column=-1, d_model=4), "column"),
+    (dict(pos=1, column=0, d_model=5), "d_model"),
+])
+def test_sinusoidal_entry_exercise_refuses_bad_inputs(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name} must"):
+        SinusoidalEntryExercise(**kwargs)
+
+
+def test_hull_exercise_measures_its_answer():
+    assert HullExercise((0.9, 0.4), RIVER_BANK, TOKENS).answer == "no"
+    inside = HullExercise((0.5, 0.3), RIVER_BANK, TOKENS)
+    assert inside.answer == "yes"
+    assert inside.feedback("no").mistake == "chose_no"
+    assert "0.25 × v_the + 0.2 × v_river + 0.55 × v_bank" in inside.feedback("yes").text
+    # Outside the bounding box too: the box mistake is not mentioned.
+    far = HullExercise((2.0, 2.0), RIVER_BANK, TOKENS)
+    assert far.answer == "no" and "common mistake" not in far.feedback("yes").text
+
+
+def test_hull_exercise_refuses_a_point_on_the_edge_and_labels_that_do_not_fit():
+    with pytest.raises(ValueError, match="^point .* lies on the edge"):
+        HullExercise((0.8, 0.2), RIVER_BANK, TOKENS)
+    with pytest.raises(ValueError, match="^labels must"):
+        HullExercise((0.5, 0.3), RIVER_BANK, TOKENS[:3])
