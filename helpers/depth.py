@@ -75,6 +75,8 @@ def collapse_residual(X):
     ValueError naming X when it is not a finite real array (..., n, d_model).
     """
     X = _matrix(X, "X")
+    top = np.abs(X).max(axis=(-2, -1), keepdims=True)
+    X = X / np.where(top > 0, top, 1.0)      # the ratio ignores the size of X; this keeps huge entries from overflowing
     spread = np.linalg.norm(X - X.mean(axis=-2, keepdims=True), axis=(-2, -1))
     size = np.linalg.norm(X, axis=(-2, -1))
     out = np.where(size > 0, spread / np.where(size > 0, size, 1.0), 0.0)

@@ -1046,7 +1046,16 @@ class PermutedOutputExercise(_NumericExercise):
 
     def __init__(self, X, W_Q, W_K, W_V, tokens, order, names=None):
         X, W_Q, W_K, W_V = (_matrix(m, name) for m, name in ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
+        for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
+            if W.shape[0] != X.shape[1]:
+                raise ValueError(f"{name} must have d_model = {X.shape[1]} rows to match X of shape {X.shape}; got {W.shape}")
+        if W_Q.shape[1] != W_K.shape[1]:
+            raise ValueError(f"W_Q and W_K must give the same d_k; got shapes {W_Q.shape} and {W_K.shape}")
+        if isinstance(order, str) or not hasattr(order, "__iter__"):
+            raise ValueError(f"order must be a list of the tokens in their new order; got {order!r}")
         tokens, order = list(tokens), list(order)
+        if len(tokens) != X.shape[0]:
+            raise ValueError(f"tokens must name the {X.shape[0]} rows of X; got {len(tokens)}")
         if sorted(map(str, order)) != sorted(map(str, tokens)) or len(set(tokens)) != len(tokens):
             raise ValueError(f"order must hold each of the tokens {tokens} exactly once; got {order!r}")
         perm = np.array([_index(tokens, t, "order") for t in order])

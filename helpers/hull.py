@@ -19,6 +19,9 @@ TOLERANCE = 1e-9
 """How far (in the units of the points) a point may stray from an edge and
 still count as on it: rounding of a float computation, nothing more."""
 
+LARGEST = 1e100
+"""The largest coordinate accepted: products of two differences of such numbers stay finite."""
+
 
 def _points(points, name, one=False):
     """``points`` as a finite float array (m, 2) (or one point (2,)), or ValueError naming ``name``."""
@@ -34,6 +37,9 @@ def _points(points, name, one=False):
         raise ValueError(f"{name} must be {want}; got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must hold finite numbers; got NaN or inf in {arr.tolist()}")
+    if np.abs(arr).max() > LARGEST:
+        raise ValueError(f"{name} must hold numbers of size at most {LARGEST:g} (larger ones overflow when "
+                         f"multiplied); got {float(np.abs(arr).max()):g}")
     return arr
 
 

@@ -329,3 +329,22 @@ def test_hull_exercise_refuses_a_point_on_the_edge_and_labels_that_do_not_fit():
         HullExercise((0.8, 0.2), RIVER_BANK, TOKENS)
     with pytest.raises(ValueError, match="^labels must"):
         HullExercise((0.5, 0.3), RIVER_BANK, TOKENS[:3])
+
+
+def test_huge_inputs_are_refused_or_handled_not_turned_into_nan():
+    with pytest.raises(ValueError, match="^points must hold numbers of size at most"):
+        convex_hull_2d([[1e308, 1e308], [-1e308, -1e308], [1e308, -1e308]])
+    # The residual ignores the size of X, so entries near the float limit give the same number as small ones.
+    assert math.isclose(collapse_residual([[1e308, 1e308], [-1e308, 0.0]]), collapse_residual([[1.0, 1.0], [-1.0, 0.0]]))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(order=None), "order"),
+    (dict(order="flooded the river bank"), "order"),
+    (dict(W_Q=np.eye(3)), "W_Q"),
+    (dict(tokens=TOKENS[:3], order=TOKENS[:3]), "tokens"),
+])
+def test_permuted_output_exercise_refuses_bad_instructor_input_naming_it(kwargs, name):
+    args = dict(X=RIVER_BANK, W_Q=W_Q_RB, W_K=W_K_RB, W_V=np.eye(2), tokens=TOKENS, order=TOKENS[::-1])
+    with pytest.raises(ValueError, match=f"^{name} must"):
+        PermutedOutputExercise(**{**args, **kwargs})
