@@ -420,7 +420,7 @@ def sinusoidal_positional_encoding(n, d_model):
 # Cost: tiled attention with an online softmax, and the KV cache
 # --------------------------------------------------------------------------
 
-__all__ += ["online_softmax_update", "tiled_attention", "KVCache"]
+__all__ += ["online_softmax_update", "tiled_attention", "TILE_NUMBERS", "KVCache"]
 
 
 def _checked_qkv(Q, K, V):
@@ -495,8 +495,14 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     new_max = np.maximum(running_max, scores.max(axis=-1))
     shift = np.where(np.isneginf(new_max), 0.0, new_max)   # a row with nothing seen yet: exp(-inf - 0) = 0
     rescale = np.exp(running_max - shift)                  # exp(m - m'), 1 when the maximum stayed
-    p = np.exp(scores - shift[..., None])                  # this block's exp(s - m'), each <= 1
+    p = scores - shift[..., None]
+    np.exp(p, out=p)                                       # this block's exp(s - m'), each <= 1
     return new_max, rescale * running_sum + p.sum(axis=-1), rescale[..., None] * acc + p @ V_block
+
+
+#: A block of scores in tiled_attention holds about this many numbers at most (4 MiB of float64),
+#: or block_size**2 when that is more.
+TILE_NUMBERS = 2 ** 19
 
 
 def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
@@ -505,21 +511,28 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
     The same result as :func:`scaled_dot_product_attention` (Vaswani et al.
     2017, section 3.2.1, eq. (1)), equal to float precision, computed as
     FlashAttention's forward pass organises it (Dao et al. 2022, section 3.1,
-    Algorithm 1): the queries and the keys are cut into blocks of
-    ``block_size``; for each block of queries the key blocks are read one at
-    a time and folded in with :func:`online_softmax_update`. So the full
-    (n_q, n_k) matrix of scores or weights is never held: at any moment only
-    one (block_size, block_size) block of scores, plus the output and three
-    running values per query. The number of multiplications is the same as
-    the plain version's; only the memory changes.
+    Algorithm 1): the keys are cut into blocks of ``block_size`` and the
+    queries into blocks too; for each block of queries the key blocks are
+    read one at a time and folded in with :func:`online_softmax_update`. So
+    the full (n_q, n_k) matrix of scores or weights is never held: at any
+    moment only one block of scores, plus the output and three running values
+    per query. The number of multiplications is the same as the plain
+    version's; only the memory changes.
+
+    A block of queries has max(block_size, TILE_NUMBERS // block_size) rows,
+    so one block of scores holds at most max(block_size**2, TILE_NUMBERS)
+    numbers (per batch entry), whatever n is. (Algorithm 1 likewise sizes
+    its query and key blocks separately, from the GPU's fast memory.) Tall
+    query blocks mean few, large matrix products, which numpy runs far faster
+    than many small ones.
 
     Parameters
     ----------
     Q : array (..., n_q, d_k); K : array (..., n_k, d_k); V : array (..., n_k, d_v).
         Leading batch dimensions broadcast, as in scaled_dot_product_attention.
-    block_size : positive whole number, the rows of queries and of keys in
-        one block. Any size works; a block larger than the sequence is one block,
-        and the last block may be shorter than the others.
+    block_size : positive whole number, the keys in one block. Any size
+        works; a block larger than the sequence is one block, and the last
+        block may be shorter than the others.
     mask : optional boolean array broadcastable to (..., n_q, n_k), True =
         may attend. It is read block by block too (a broadcast view, no copy).
     scale : optional positive number multiplying the scores; None means 1/sqrt(d_k).
@@ -559,12 +572,13 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
                              "without adding or growing dimensions")
         mask = np.broadcast_to(mask, want)                  # a view: no (n_q, n_k) copy is made
     b = int(block_size)
+    rows = max(b, TILE_NUMBERS // b)                        # queries per block
     K_t = np.swapaxes(K, -1, -2)                            # a view (..., d_k, n_k)
     output = np.empty(batch + (n_q, d_v))
-    for q0 in range(0, n_q, b):
-        Q_block = Q[..., q0:q0 + b, :] * scale              # scale the queries once, not every block of scores
-        rows = Q_block.shape[:-1]
-        m, l, acc = np.full(rows, -np.inf), np.zeros(rows), np.zeros(rows + (d_v,))
+    for q0 in range(0, n_q, rows):
+        Q_block = Q[..., q0:q0 + rows, :] * scale           # scale the queries once, not every block of scores
+        shape = Q_block.shape[:-1]
+        m, l, acc = np.full(shape, -np.inf), np.zeros(shape), np.zeros(shape + (d_v,))
         for k0 in range(0, n_k, b):
             with np.errstate(over="ignore", invalid="ignore"):  # checked just below
                 s = Q_block @ K_t[..., k0:k0 + b]           # (..., rows, <= b): one block of scores
@@ -573,9 +587,9 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
                                  f"magnitude (largest |Q| {float(np.abs(Q).max()):.3g}, largest |K| "
                                  f"{float(np.abs(K).max()):.3g}, scale {scale:.3g})")
             if mask is not None:
-                s = np.where(mask[..., q0:q0 + b, k0:k0 + b], s, -np.inf)
+                s = np.where(mask[..., q0:q0 + rows, k0:k0 + b], s, -np.inf)
             m, l, acc = online_softmax_update(m, l, acc, s, V[..., k0:k0 + b, :])
-        output[..., q0:q0 + b, :] = acc / np.where(l == 0.0, 1.0, l)[..., None]   # l = 0: nothing to attend to
+        output[..., q0:q0 + rows, :] = acc / np.where(l == 0.0, 1.0, l)[..., None]   # l = 0: nothing to attend to
     return output
 
 

@@ -102,7 +102,8 @@ def test_a_row_masked_only_in_its_first_blocks_recovers():
     assert tiled_attention(Q, K, V, 2, mask=mask).tolist() == [[4.0]]
 
 
-def test_it_never_holds_an_n_q_by_n_k_block_of_scores(monkeypatch):
+@pytest.mark.parametrize("n_q, n_k, b", [(50, 70, 16), (3000, 300, 64), (1000, 1000, 800), (2000, 10, 1)])
+def test_it_never_holds_an_n_q_by_n_k_block_of_scores(monkeypatch, n_q, n_k, b):
     seen = []
     real = A.online_softmax_update
 
@@ -112,14 +113,18 @@ def test_it_never_holds_an_n_q_by_n_k_block_of_scores(monkeypatch):
 
     monkeypatch.setattr(A, "online_softmax_update", spy)
     rng = np.random.default_rng(3)
-    n_q, n_k, b = 50, 70, 16
-    A.tiled_attention(rng.standard_normal((n_q, 4)), rng.standard_normal((n_k, 4)), rng.standard_normal((n_k, 3)), b)
-    assert len(seen) == math.ceil(n_q / b) * math.ceil(n_k / b)   # 4 query blocks x 5 key blocks
-    assert all(rows <= b and cols <= b for rows, cols in seen)
+    Q, K, V = rng.standard_normal((n_q, 2)), rng.standard_normal((n_k, 2)), rng.standard_normal((n_k, 3))
+    out = A.tiled_attention(Q, K, V, b)
+    rows = max(b, A.TILE_NUMBERS // b)          # queries per block: 2**19 // 16 = 32768, 2**19 // 64 = 8192, 800
+    assert len(seen) == math.ceil(n_q / rows) * math.ceil(n_k / b)
+    assert all(r <= rows and c <= b and r * c <= max(b * b, A.TILE_NUMBERS) for r, c in seen)
+    if (n_q, n_k, b) == (1000, 1000, 800):      # square blocks: 2 x 2 of at most 800 x 800
+        assert sorted(seen) == [(200, 200), (200, 800), (800, 200), (800, 800)]
+    assert np.max(np.abs(out - scaled_dot_product_attention(Q, K, V)[0])) <= 1e-12
 
 
 def test_peak_memory_is_far_below_one_n_by_n_matrix():
-    n, d, b = 1024, 16, 64
+    n, d, b = 2048, 16, 64
     rng = np.random.default_rng(4)
     Q, K, V = (rng.standard_normal((n, d)) for _ in range(3))
     mask = causal_mask(n)          # the caller's; read as a view, never copied
@@ -129,9 +134,10 @@ def test_peak_memory_is_far_below_one_n_by_n_matrix():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    full = n * n * 8                # one (n, n) float64 matrix: 8 MiB
-    # output n*d*8 = 128 KiB, one block of scores b*b*8 = 32 KiB, and a few block-sized temporaries
-    assert peak < full / 16, peak
+    full = n * n * 8                # one (n, n) float64 matrix: 32 MiB
+    # A block of scores is 2048 x 64 (2**19 // 64 = 8192 rows, cut to n): 1 MiB; the output 256 KiB;
+    # with the block's temporaries and the mask's slice, a few MiB.
+    assert peak < full / 4, peak
 
 
 @pytest.mark.parametrize("kwargs, pattern", [
