@@ -500,9 +500,9 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     return new_max, rescale * running_sum + p.sum(axis=-1), rescale[..., None] * acc + p @ V_block
 
 
-#: A block of scores in tiled_attention holds about this many numbers at most (4 MiB of float64),
+#: A block of scores in tiled_attention holds about this many numbers at most (2 MiB of float64),
 #: or block_size**2 when that is more.
-TILE_NUMBERS = 2 ** 19
+TILE_NUMBERS = 2 ** 18
 
 
 def tiled_attention(Q, K, V, block_size, mask=None, scale=None):

@@ -951,14 +951,9 @@ class DkPredictionExercise(_Exercise):
 # Notebook 07: cost, the online softmax and the KV cache
 # --------------------------------------------------------------------------
 
+from helpers.saturation import _positive_int as _whole_number  # noqa: E402  (one check of "a positive whole number")
+
 __all__ += ["AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise"]
-
-
-def _whole_number(value, name):
-    """Instructor input: a positive whole number, or ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive whole number; got {value!r}")
-    return int(value)
 
 
 class AttentionCountExercise(_NumericExercise):

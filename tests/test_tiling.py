@@ -115,7 +115,7 @@ def test_it_never_holds_an_n_q_by_n_k_block_of_scores(monkeypatch, n_q, n_k, b):
     rng = np.random.default_rng(3)
     Q, K, V = rng.standard_normal((n_q, 2)), rng.standard_normal((n_k, 2)), rng.standard_normal((n_k, 3))
     out = A.tiled_attention(Q, K, V, b)
-    rows = max(b, A.TILE_NUMBERS // b)          # queries per block: 2**19 // 16 = 32768, 2**19 // 64 = 8192, 800
+    rows = max(b, A.TILE_NUMBERS // b)          # queries per block: 2**18 // 16 = 16384, 2**18 // 64 = 4096, 800
     assert len(seen) == math.ceil(n_q / rows) * math.ceil(n_k / b)
     assert all(r <= rows and c <= b and r * c <= max(b * b, A.TILE_NUMBERS) for r, c in seen)
     if (n_q, n_k, b) == (1000, 1000, 800):      # square blocks: 2 x 2 of at most 800 x 800
@@ -135,7 +135,7 @@ def test_peak_memory_is_far_below_one_n_by_n_matrix():
     finally:
         tracemalloc.stop()
     full = n * n * 8                # one (n, n) float64 matrix: 32 MiB
-    # A block of scores is 2048 x 64 (2**19 // 64 = 8192 rows, cut to n): 1 MiB; the output 256 KiB;
+    # A block of scores is 2048 x 64 (2**18 // 64 = 4096 rows, cut to n): 1 MiB; the output 256 KiB;
     # with the block's temporaries and the mask's slice, a few MiB.
     assert peak < full / 4, peak
 
