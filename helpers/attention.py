@@ -490,8 +490,13 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     same shapes. A row whose scores are all -inf so far keeps m = -inf,
     l = 0 and acc = 0 (no NaN).
 
-    This is the inner step of :func:`tiled_attention`; it checks no inputs.
+    This is the inner step of :func:`tiled_attention`. It checks only that
+    the block's scores and values fit together (a ValueError naming them
+    otherwise), not the numbers themselves: tiled_attention checks those once.
     """
+    if np.ndim(scores) < 1 or np.ndim(V_block) < 2 or np.shape(scores)[-1] != np.shape(V_block)[-2]:
+        raise ValueError(f"scores (..., n_q, b) and V_block (..., b, d_v) must hold the same b keys; got shapes "
+                         f"{np.shape(scores)} and {np.shape(V_block)}")
     new_max = np.maximum(running_max, scores.max(axis=-1))
     shift = np.where(np.isneginf(new_max), 0.0, new_max)   # a row with nothing seen yet: exp(-inf - 0) = 0
     rescale = np.exp(running_max - shift)                  # exp(m - m'), 1 when the maximum stayed
@@ -554,7 +559,7 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
     block of scores overflows to inf.
     """
     if isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) or block_size < 1:
-        raise ValueError(f"block_size must be a positive whole number (rows per block); got {block_size!r}")
+        raise ValueError(f"block_size must be a positive whole number (keys per block); got {block_size!r}")
     Q, K, V, batch = _checked_qkv(Q, K, V)
     n_q, n_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
     scale = _checked_scale(scale, Q.shape[-1])

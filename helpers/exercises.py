@@ -1008,8 +1008,11 @@ class OnlineSoftmaxStepExercise(_NumericExercise):
     """
 
     def __init__(self, running_max, running_sum, block_scores, names=None):
-        m, l = float(running_max), float(running_sum)
-        s = np.atleast_1d(np.asarray(block_scores, dtype=float))
+        try:
+            m, l = float(running_max), float(running_sum)
+            s = np.atleast_1d(np.asarray(block_scores, dtype=float))
+        except (TypeError, ValueError):
+            m, l, s = np.nan, np.nan, np.array([np.nan])
         if s.ndim != 1 or not np.all(np.isfinite(s)) or not np.isfinite(m) or not np.isfinite(l) or l < 1:
             raise ValueError("running_max must be a finite number, running_sum a number >= 1 (the key with the "
                              "maximum adds exp(0) = 1) and block_scores a list of finite scores; "

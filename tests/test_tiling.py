@@ -197,6 +197,11 @@ def test_online_update_rescales_when_the_maximum_moves():
     assert abs(acc[0, 0] - (math.exp(-2) * 1 + 3)) < 1e-15
 
 
+def test_online_update_refuses_a_block_whose_scores_and_values_disagree():
+    with pytest.raises(ValueError, match=r"must hold the same b keys; got shapes \(1, 3\) and \(2, 1\)"):
+        online_softmax_update(np.array([-np.inf]), np.zeros(1), np.zeros((1, 1)), np.zeros((1, 3)), np.zeros((2, 1)))
+
+
 # ---------------------------------------------------------------- the KV cache
 
 @given(st.integers(1, 20), st.integers(1, 6), st.integers(1, 5), st.integers(0, 10_000))

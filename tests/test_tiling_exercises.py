@@ -165,6 +165,7 @@ def test_an_instructor_who_changes_the_inputs_changes_nothing_else():
     (lambda: KVCacheSizeExercise(1, 1, True, 4), "d_k must be a positive whole number; got True"),
     (lambda: OnlineSoftmaxStepExercise(0.0, 0.5, [1.0]), "running_sum a number >= 1"),
     (lambda: OnlineSoftmaxStepExercise(0.0, 1.0, [np.nan]), "block_scores a list of finite scores"),
+    (lambda: OnlineSoftmaxStepExercise("a", 1.0, [0.5]), "running_max must be a finite number.*got 'a'"),
 ])
 def test_bad_inputs_from_an_instructor_raise_a_clear_value_error(make, pattern):
     with pytest.raises(ValueError, match=pattern):
