@@ -1054,8 +1054,9 @@ def _tiling_messages(tokens, i, b, step, n_steps, causal, block, m0, m1, l0, l1,
                         "softmax over whole rows (largest difference under 1e-12: "
                         f"{bool(np.max(np.abs(weights - plain_weights)) < 1e-12 and np.max(np.abs(output - plain_output)) < 1e-12)}).")
     else:
-        messages.append(f"Not the final weights yet: a later block may hold a larger score, which would scale "
-                        f"every weight so far down. {n_steps - step} block{'s' if n_steps - step > 1 else ''} to go.")
+        messages.append(f"Not the final weights yet: every later key the row may read adds to its sum l, which "
+                        f"scales all its weights so far down by one common factor. {n_steps - step} "
+                        f"block{'s' if n_steps - step > 1 else ''} to go.")
     return tuple(messages)
 
 
