@@ -1053,6 +1053,10 @@ def _tiling_messages(tokens, i, b, step, n_steps, causal, block, m0, m1, l0, l1,
         messages.append("Every key has been read. The weights and the outputs now equal those of the plain "
                         "softmax over whole rows (largest difference under 1e-12: "
                         f"{bool(np.max(np.abs(weights - plain_weights)) < 1e-12 and np.max(np.abs(output - plain_output)) < 1e-12)}).")
+    elif np.all(np.isneginf(scores[i, stop:])):
+        messages.append(f"The weights of '{tokens[i]}' are final already: the causal mask hides every key still to "
+                        f"come from it. Other rows still change. {n_steps - step} "
+                        f"block{'s' if n_steps - step > 1 else ''} to go.")
     else:
         messages.append(f"Not the final weights yet: every later key the row may read adds to its sum l, which "
                         f"scales all its weights so far down by one common factor. {n_steps - step} "

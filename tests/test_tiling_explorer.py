@@ -80,6 +80,13 @@ def test_a_block_the_causal_mask_hides_is_said_to_change_nothing():
     assert "the causal mask hides them all" in " ".join(state.messages)
 
 
+def test_a_row_the_causal_mask_has_finished_is_called_final():
+    # Causal, blocks of 1, step 3: 'bank' (position 2) has read the, river and itself; 'flooded' is hidden from it.
+    text = " ".join(W.tiling_state(1, 3, causal=True).messages)
+    assert "The weights of 'bank' are final already" in text and "1 block to go" in text
+    assert "final already" not in " ".join(W.tiling_state(1, 3, causal=False).messages)
+
+
 def test_step_slider_follows_the_block_size_and_every_setting_draws():
     ex = W.tiling_explorer()
     for causal in (False, True):
