@@ -308,7 +308,8 @@ def _note_text(value, decimals):
 
 
 def weights_table_html(weights, query_labels, key_labels, title="", masked=None, row_notes=None,
-                       decimals=3, cell_width=46, font_size=12, colour_bar=True):
+                       decimals=3, cell_width=46, font_size=12, colour_bar=True,
+                       masked_label="masked (weight exactly 0)"):
     """Attention weights as an HTML heatmap: a table of cividis-coloured cells.
 
     weights: array (n_q, n_k) with entries in [0, 1]; rows are queries,
@@ -324,6 +325,7 @@ def weights_table_html(weights, query_labels, key_labels, title="", masked=None,
     colour_bar: add a 0-to-1 colour key under the table.
     Past TABLE_MAX_TOKENS queries or keys, only the top-left corner of that
     size is drawn, and the title says so.
+    masked_label: what the colour key says the striped cells are.
 
     Returns a string of HTML (for an ``ipywidgets.HTML`` or ``IPython.display.HTML``).
     Raises ValueError on mismatched shapes or labels.
@@ -368,7 +370,7 @@ def weights_table_html(weights, query_labels, key_labels, title="", masked=None,
     if colour_bar:
         stops = ",".join(_CIVIDIS_HEX[::32] + [_CIVIDIS_HEX[-1]])
         key = "" if masked is None else (f"<span style='display:inline-block;width:14px;height:10px;margin-left:14px;"
-                                         f"{_MASKED_CELL}'></span> masked (weight exactly 0)")
+                                         f"{_MASKED_CELL}'></span> {esc(masked_label)}")
         parts.append(f"<div style='margin-top:4px;color:#444'>0 <span style='display:inline-block;width:120px;height:10px;"
                      f"background:linear-gradient(to right,{stops})'></span> 1 attention weight{key}</div>")
     parts.append("</div>")

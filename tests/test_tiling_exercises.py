@@ -1,0 +1,172 @@
+"""The three exercises of notebook 07, built from the notebook's own set-up cells.
+
+Only the cells the exercises need are run (the set-up, the scores of 'bank',
+and the exercises' own cells), not the notebook's timing and memory cells.
+Right answers come from hand derivations written beside each test.
+"""
+
+import contextlib
+import io
+import math
+
+import nbformat
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from helpers.course import NOTEBOOKS_DIR
+from helpers.exercises import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
+
+NOTEBOOK = NOTEBOOKS_DIR / "07_cost_and_tiling.ipynb"
+NEEDED = ("from helpers.attention import", "s = (Q @ K.T)[bank]", "from helpers.exercises import",
+          "Exercise(")
+
+
+def notebook_namespace():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    namespace = {"__name__": "__notebook__"}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and any(key in cell.source for key in NEEDED):
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(cell.source, namespace)
+    return namespace
+
+
+NS = notebook_namespace()
+EXERCISES = {name: NS[name] for name in ("ex_count", "ex_step", "ex_cache")}
+
+
+def test_the_notebooks_exercises_have_the_hand_derived_answers():
+    # 24 layers x 12 heads x 1000^2 = 288 x 1,000,000 = 288,000,000.
+    assert float(NS["ex_count"].expected) == 288_000_000
+    # 2 x 28 x 16 x 128 x 4096 = 469,762,048 numbers.
+    assert float(NS["ex_cache"].expected) == 469_762_048
+    # m = 0.159 ('the'), l = 1; 'river' scores 1.061: m' = 1.061, l' = exp(0.159 - 1.061) + 1.
+    assert np.allclose(NS["ex_step"].expected, [S_RIVER, math.exp(S_THE - S_RIVER) + 1], atol=1e-12)
+
+
+# The scaled scores of 'the' and 'river' in the row of 'bank' (source 000): q_bank = (0.75, 0.75),
+# k_the = (0.2, 0.1), k_river = (2, 0), d_k = 2.
+S_THE, S_RIVER = (0.75 * 0.2 + 0.75 * 0.1) / math.sqrt(2), 0.75 * 2.0 / math.sqrt(2)
+F = math.exp(S_THE - S_RIVER)     # the rescaling factor, 0.406
+
+CASES = {
+    "ex_count": [
+        (None, 24 * 12 * 1000 ** 2),
+        (None, 288_000_000.0),
+        ("one_head_one_layer", 1000 ** 2),
+        ("heads_forgotten", 24 * 1000 ** 2),
+        ("layers_forgotten", 12 * 1000 ** 2),
+        ("linear_count", 24 * 12 * 1000),
+        ("causal_half", 24 * 12 * 1000 * 1001 // 2),
+        ("different", 12345),
+        ("not_numbers", "288000000"),
+        ("shape", [288000000]),
+        ("other_exercise", 2 * 28 * 16 * 128 * 4096),
+    ],
+    "ex_step": [
+        (None, [1.061, 1.406]),
+        (None, np.array([1.0607, 1.4058])),
+        ("not_rescaled", [1.061, 2.0]),
+        ("factor_upside_down", [S_RIVER, 1 / F + 1]),
+        ("old_max_kept", [S_THE, 1 + math.exp(S_RIVER - S_THE)]),
+        ("max_not_subtracted", [S_RIVER, F + math.exp(S_RIVER)]),
+        ("scores_not_exponentiated", [S_RIVER, F + 0.0]),
+        ("rounded", [1.06, 1.41]),
+        ("shape", 1.406),
+        ("different", [1.061, 1.5]),
+    ],
+    "ex_cache": [
+        (None, 2 * 28 * 16 * 128 * 4096),
+        ("keys_only", 28 * 16 * 128 * 4096),
+        ("cache_heads_forgotten", 2 * 28 * 128 * 4096),
+        ("cache_layers_forgotten", 2 * 16 * 128 * 4096),
+        ("cache_n_squared", 2 * 28 * 16 * 128 * 4096 ** 2),
+        ("bytes_float64", 8 * 2 * 28 * 16 * 128 * 4096),
+        ("bytes_float32", 4 * 2 * 28 * 16 * 128 * 4096),
+        ("other_exercise", 24 * 12 * 1000 ** 2),
+        ("nan_inf", float("inf")),
+    ],
+}
+PHRASES = {
+    None: "Correct!", "one_head_one_layer": "one head of one layer", "heads_forgotten": "but not the heads",
+    "layers_forgotten": "but not the layers", "linear_count": "grows like n", "causal_half": "causal mask keeps",
+    "not_rescaled": "as it was", "factor_upside_down": "exp(m' - m)", "old_max_kept": "kept the old maximum",
+    "max_not_subtracted": "without subtracting", "scores_not_exponentiated": "the scores themselves",
+    "keys_only": "the factor 2", "cache_heads_forgotten": "left out the heads",
+    "cache_layers_forgotten": "left out the layers", "cache_n_squared": "grows with n × n",
+    "bytes_float64": "8 bytes", "bytes_float32": "4 bytes", "rounded": "Rounded too far", "shape": "Wrong shape",
+    "different": "Not yet", "not_numbers": "not numbers", "other_exercise": "another exercise", "nan_inf": "inf",
+}
+
+
+@pytest.mark.parametrize("name, key, answer",
+                         [(name, key, answer) for name, cases in CASES.items() for key, answer in cases])
+def test_each_answer_gets_the_feedback_that_names_it(name, key, answer):
+    feedback = EXERCISES[name].feedback(answer)
+    assert feedback.mistake == key, feedback.text
+    assert feedback.correct == (key is None)
+    assert PHRASES[key] in feedback.text
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_every_mistake_is_typed_in_a_case_and_none_coincide(name):
+    ex = EXERCISES[name]
+    assert set(ex.mistakes) <= {key for key, _ in CASES[name]}
+    assert ex.coinciding == []
+    for key, message, _ in ex._variants:   # each message names its own mistake and no other's
+        assert PHRASES[key] in message
+        assert not any(PHRASES[other] in message for other, _, _ in ex._variants if other != key)
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_the_solution_is_accepted_and_binds_no_name_of_the_notebook(name):
+    ex = EXERCISES[name]
+    namespace = dict(NS)
+    before = {k: v for k, v in namespace.items() if not k.startswith("__")}
+    exec(ex.solution().text, namespace)
+    assert ex.feedback(namespace["answer"]).correct
+    bound = {k for k in namespace if not k.startswith("__")} - set(before) - {"answer"}
+    assert all(k.startswith("my_") for k in bound), bound
+    assert all(namespace[k] is v for k, v in before.items() if k != "answer")
+
+
+answers = st.one_of(st.none(), st.text(max_size=3), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+                    st.lists(st.floats(allow_nan=True), max_size=4), st.dictionaries(st.text(max_size=2), st.integers()),
+                    hnp.arrays(np.float64, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4)))
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+@settings(max_examples=100, deadline=None)
+@given(answer=answers)
+def test_no_answer_makes_a_checker_raise(name, answer):
+    feedback = EXERCISES[name].feedback(answer)
+    assert feedback.text and feedback.correct in (True, False)
+
+
+def test_an_instructor_who_changes_the_inputs_changes_nothing_else():
+    # By hand: 6 layers x 12 heads x 512^2 = 18,874,368; 2 x 6 x 12 x 32 x 512 = 2,359,296.
+    assert float(AttentionCountExercise(512, 12, 6).expected) == 18_874_368
+    assert float(KVCacheSizeExercise(6, 12, 32, 512).expected) == 2_359_296
+    # The maximum stays at 3 (the block's scores are lower): factor exp(0) = 1, l' = 1.5 + e^-1 + e^-2.
+    step = OnlineSoftmaxStepExercise(3.0, 1.5, [2.0, 1.0])
+    assert np.allclose(step.expected, [3.0, 1.5 + math.exp(-1) + math.exp(-2)])
+    assert step.mistakes == ["max_not_subtracted", "scores_not_exponentiated"]   # the rescaling mistakes need a move
+
+
+@pytest.mark.parametrize("make, pattern", [
+    (lambda: AttentionCountExercise(0, 1, 1), "n must be a positive whole number; got 0"),
+    (lambda: AttentionCountExercise(4, 2.5, 1), "num_heads must be a positive whole number; got 2.5"),
+    (lambda: KVCacheSizeExercise(1, 1, True, 4), "d_k must be a positive whole number; got True"),
+    (lambda: OnlineSoftmaxStepExercise(0.0, 0.5, [1.0]), "running_sum a number >= 1"),
+    (lambda: OnlineSoftmaxStepExercise(0.0, 1.0, [np.nan]), "block_scores a list of finite scores"),
+    (lambda: OnlineSoftmaxStepExercise("a", 1.0, [0.5]), "running_max must be a finite number.*got 'a'"),
+])
+def test_bad_inputs_from_an_instructor_raise_a_clear_value_error(make, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        make()
