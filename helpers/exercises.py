@@ -1028,6 +1028,25 @@ class DkPredictionExercise(ChoiceExercise):
 __all__ += ["SoftmaxGradientExercise", "GradientStepExercise"]
 
 
+def _number(value, name):
+    """Instructor input: one finite real number, or ValueError naming it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number; got {value!r}")
+    return float(value)
+
+
+def _vector(value, name):
+    """Instructor input: a 1-D array of finite real numbers, or ValueError naming it."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a list of numbers; got {value!r}") from None
+    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be a non-empty row of finite numbers, shape (n,); got {value!r}")
+    return arr
+
+
 class SoftmaxGradientExercise(_NumericExercise):
     """The gradient of the loss with respect to one row of scores, from the gradient with respect to its weights.
 
@@ -1042,13 +1061,13 @@ class SoftmaxGradientExercise(_NumericExercise):
     """
 
     def __init__(self, weights, d_weights, labels, names=None):
-        w, g = np.asarray(weights, dtype=float), np.asarray(d_weights, dtype=float)
-        if w.ndim != 1 or (w < 0).any() or not np.isclose(w.sum(), 1.0, atol=1e-6):
+        w, g = _vector(weights, "weights"), _vector(d_weights, "d_weights")
+        if (w < 0).any() or not np.isclose(w.sum(), 1.0, atol=1e-6):
             raise ValueError(f"weights must be one row of softmax weights (non-negative, sum 1); got {w!r}")
         if g.shape != w.shape:
             raise ValueError(f"d_weights must have the shape of weights {w.shape}; got {g.shape}")
-        if len(labels) != w.size:
-            raise ValueError(f"labels must name the {w.size} keys; got {len(labels)} labels")
+        if isinstance(labels, str) or not hasattr(labels, "__len__") or len(labels) != w.size:
+            raise ValueError(f"labels must be a list naming the {w.size} keys; got {labels!r}")
         self.labels_cols = list(labels)
         mean = float(w @ g)
         self.expected = w * (g - mean)
@@ -1078,7 +1097,7 @@ class SoftmaxGradientExercise(_NumericExercise):
             (f"my_J = np.diag({wn}) - np.outer({wn}, {wn})", "the softmax Jacobian, symmetric"),
             (f"answer = my_J @ {gn}", f"{_fmt(self.expected)}"),
         ]) + "\n" + _comment(f"the same, row by row: {wn} * ({gn} - {wn} @ {gn}), with {wn} @ {gn} = {_fmt(mean)}")
-        self.correct_note = (f"The entries sum to {_fmt(self.expected.sum())}: adding the same number to every score "
+        self.correct_note = ("The entries sum to 0: adding the same number to every score "
                              "leaves the softmax unchanged, so the gradient has no component along that direction.")
 
 
@@ -1092,10 +1111,10 @@ class GradientStepExercise(_NumericExercise):
     """
 
     def __init__(self, w, x, y, learning_rate, names=None):
-        w, x, y = float(w), float(x), float(y)
-        if isinstance(learning_rate, bool) or not np.isfinite(float(learning_rate)) or float(learning_rate) <= 0:
+        w, x, y = _number(w, "w"), _number(x, "x"), _number(y, "y")
+        lr = _number(learning_rate, "learning_rate")
+        if lr <= 0:
             raise ValueError(f"learning_rate must be a positive number; got {learning_rate!r}")
-        lr = float(learning_rate)
         grad = 2 * x * (w * x - y)
         self.expected = np.asarray(w - lr * grad)
         self.atol = EXACT_ATOL

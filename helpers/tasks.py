@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.attention import sinusoidal_positional_encoding
-from helpers.training import NO_TARGET, predict
+from helpers.training import NO_TARGET, _seed, predict
 
 __all__ = ["SENSES", "VOCABULARY", "BANK_SETUP", "TRAP_SETUP", "BankTask", "bank_task",
            "PatternTask", "pattern_task", "embed", "generate"]
@@ -99,11 +99,12 @@ def bank_task(n_sentences, seed, n_distractors=5):
     four deciding words, then each distractor from the eight distractors,
     then the order. Everything comes from numpy's generator seeded with ``seed``.
     Returns a ``BankTask``. Raises ValueError for a count that is not a
-    whole number >= 1 (``n_distractors`` >= 0).
+    whole number >= 1 (``n_distractors`` >= 0) or a seed that is not a
+    non-negative whole number.
     """
     n_sentences = _count(n_sentences, "n_sentences")
     n_distractors = _count(n_distractors, "n_distractors", least=0)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     by_role = {role: [w for w, (_, r) in VOCABULARY.items() if r == role] for role in ("river", "money", "distractor")}
     tokens, labels, bank, decider = [], [], [], []
     for _ in range(n_sentences):
@@ -146,8 +147,16 @@ class PatternTask:
 
 
 def embed(sequences, n_symbols, d_position):
-    """Token vectors for symbol ids (B, n): one-hot (n_symbols) beside the sinusoidal position code (d_position)."""
+    """Token vectors for symbol ids (B, n): one-hot (n_symbols) beside the sinusoidal position code (d_position).
+
+    Returns (B, n, n_symbols + d_position). Raises ValueError for sequences
+    that are not a (B, n) array of whole numbers from 0 to n_symbols - 1.
+    """
+    n_symbols, d_position = _count(n_symbols, "n_symbols"), _count(d_position, "d_position", least=2)
     seq = np.asarray(sequences)
+    if seq.ndim != 2 or seq.size == 0 or seq.dtype.kind not in "iu" or seq.min() < 0 or seq.max() >= n_symbols:
+        raise ValueError(f"sequences must be a non-empty (B, n) array of whole numbers from 0 to {n_symbols - 1}; "
+                         f"got dtype {seq.dtype}, shape {seq.shape}")
     pe = sinusoidal_positional_encoding(seq.shape[1], d_position)
     return np.concatenate([np.eye(n_symbols)[seq], np.broadcast_to(pe, seq.shape + (d_position,))], axis=-1)
 
@@ -158,7 +167,8 @@ def pattern_task(n_sequences, seed, length=12, period=4, n_symbols=6, d_position
     Each pattern is drawn symbol by symbol from ``n_symbols`` symbols (with
     repeats), from numpy's generator seeded with ``seed``. Returns a
     ``PatternTask``. Raises ValueError for counts that are not whole numbers,
-    a ``length`` not longer than ``period``, or an odd ``d_position``.
+    a ``length`` not longer than ``period``, an odd ``d_position``, or a
+    seed that is not a non-negative whole number.
     """
     n_sequences, length = _count(n_sequences, "n_sequences"), _count(length, "length", least=2)
     period, n_symbols = _count(period, "period"), _count(n_symbols, "n_symbols", least=2)
@@ -167,7 +177,7 @@ def pattern_task(n_sequences, seed, length=12, period=4, n_symbols=6, d_position
         raise ValueError(f"length must be longer than period = {period}, so the pattern repeats; got {length}")
     if d_position % 2:
         raise ValueError(f"d_position must be even (sin and cos come in pairs); got {d_position}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     patterns = rng.integers(n_symbols, size=(n_sequences, period))
     sequences = np.tile(patterns, (1, -(-length // period)))[:, :length]
     targets = np.full(sequences.shape, NO_TARGET)
@@ -182,8 +192,13 @@ def generate(params, task, prompt_length, mask=None, mask_where="before"):
     guesses included), as in real generation: there is no future to see.
     ``mask`` is a function n -> (n, n) boolean mask (e.g. ``causal_mask``),
     or None for no mask. Returns (B, length - prompt_length) generated symbols.
+    Raises ValueError for a prompt_length that is not shorter than the
+    sequences, a mask that is not a function, or params that do not fit.
     """
     prompt_length = _count(prompt_length, "prompt_length")
+    if mask is not None and not callable(mask):
+        raise ValueError(f"mask must be a function n -> (n, n) boolean mask (e.g. causal_mask) or None; "
+                         f"got {type(mask).__name__}")
     length = task.sequences.shape[1]
     if prompt_length >= length:
         raise ValueError(f"prompt_length must be shorter than the sequences ({length}); got {prompt_length}")

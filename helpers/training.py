@@ -76,6 +76,25 @@ def _positive_real(value, name):
     return float(value)
 
 
+def _seed(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"seed must be a non-negative whole number; got {value!r}")
+    return int(value)
+
+
+def _check_grads(params, grads):
+    """``grads`` must hold an array of each parameter's shape; returns it with float arrays."""
+    if not isinstance(grads, dict) or set(grads) != set(PARAMETERS):
+        got = sorted(grads) if isinstance(grads, dict) else type(grads).__name__
+        raise ValueError(f"grads must be a dict with exactly the keys {list(PARAMETERS)}; got {got}")
+    g = {name: _finite(grads[name], f"grads[{name!r}]") for name in PARAMETERS}
+    for name in PARAMETERS:
+        if g[name].shape != params[name].shape:
+            raise ValueError(f"grads[{name!r}] must have the shape of params[{name!r}] {params[name].shape}; "
+                             f"got {g[name].shape}")
+    return g
+
+
 def _finite(x, name):
     try:
         arr = np.asarray(x)
@@ -161,13 +180,14 @@ def init_params(d_model, d_k, d_v, n_classes, scale=None, seed=0):
 
     Returns a dict {"W_Q": (d_model, d_k), "W_K": (d_model, d_k),
     "W_V": (d_model, d_v), "W_out": (d_v, n_classes), "b_out": (n_classes,)}.
-    Raises ValueError for a width that is not a positive whole number or a
-    scale that is not a positive finite number.
+    Raises ValueError for a width that is not a positive whole number, a
+    scale that is not a positive finite number, or a seed that is not a
+    non-negative whole number.
     """
     d_model, d_k = _positive_int(d_model, "d_model"), _positive_int(d_k, "d_k")
     d_v, n_classes = _positive_int(d_v, "d_v"), _positive_int(n_classes, "n_classes")
     scale = 1.0 / np.sqrt(d_model) if scale is None else _positive_real(scale, "scale")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     return {
         "W_Q": scale * rng.standard_normal((d_model, d_k)),
         "W_K": scale * rng.standard_normal((d_model, d_k)),
@@ -354,14 +374,17 @@ def loss_and_grads(params, X, targets, mask=None, mask_where="before", uniform=F
 def numerical_gradient(f, x, h=1e-5):
     """Central finite differences: entry i is (f(x + h e_i) - f(x - h e_i)) / (2 h).
 
-    f: a function of the array x returning a float; x: the array (it is
-    changed entry by entry and put back). The error of the central
+    f: a function of an array of x's shape returning a float; x: the
+    point, an array of real numbers (f is called on a float copy of it,
+    changed entry by entry; x itself is not changed). The error of the central
     difference is of order h^2 times the third derivative, plus rounding of
     order (machine epsilon / h): h = 1e-5 keeps both near 1e-10 for the
     losses here. Returns an array of x's shape.
     """
     h = _positive_real(h, "h")
-    x_arr = np.asarray(x)
+    if not callable(f):
+        raise ValueError(f"f must be a function of the array; got {type(f).__name__}")
+    x_arr = _finite(x, "x").copy()
     grad = np.zeros(x_arr.shape)
     for i in np.ndindex(x_arr.shape):
         old = x_arr[i]
@@ -412,8 +435,11 @@ def gradient_descent_step(params, grads, learning_rate):
     """Plain gradient descent: every array moves against its gradient, x <- x - learning_rate * grad.
 
     Returns the new params (a new dict; the old one is not changed).
+    Raises ValueError for a learning rate <= 0 or grads that do not fit params.
     """
     lr = _positive_real(learning_rate, "learning_rate")
+    params = _check_params(params)
+    grads = _check_grads(params, grads)
     return {name: params[name] - lr * grads[name] for name in PARAMETERS}
 
 
@@ -426,9 +452,14 @@ def adam_step(params, grads, state, learning_rate, beta1=0.9, beta2=0.999, eps=1
 
     Each entry moves by about learning_rate at most, whatever the size of
     its gradient. state: {} at the start; it keeps t, m and v between steps.
-    Returns the new params (a new dict).
+    Returns the new params (a new dict). Raises ValueError for a learning
+    rate <= 0, a state that is not a dict, or grads that do not fit params.
     """
     lr = _positive_real(learning_rate, "learning_rate")
+    if not isinstance(state, dict):
+        raise ValueError(f"state must be a dict ({{}} at the start); got {type(state).__name__}")
+    params = _check_params(params)
+    grads = _check_grads(params, grads)
     t = state["t"] = state.get("t", 0) + 1
     new = {}
     for name in PARAMETERS:
@@ -454,12 +485,15 @@ def train(params, X, targets, steps, learning_rate, mask=None, mask_where="befor
     Returns (params, losses): the trained parameters and the loss before
     each step, a list of ``steps`` floats. Raises ValueError naming the
     argument for zero or negative steps, a learning rate <= 0, an unknown
-    optimizer, and the errors of ``forward`` for shapes that do not fit.
+    optimizer, an on_step that is not a function, and the errors of
+    ``forward`` for shapes that do not fit.
     """
     steps = _positive_int(steps, "steps")
     _positive_real(learning_rate, "learning_rate")
     if optimizer not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be 'adam' or 'sgd'; got {optimizer!r}")
+    if on_step is not None and not callable(on_step):
+        raise ValueError(f"on_step must be a function on_step(step, params, loss) or None; got {type(on_step).__name__}")
     params, X, t, mask = _checked(params, X, targets, mask, mask_where)
     params = {k: v.copy() for k, v in params.items()}
     state, losses = {}, []

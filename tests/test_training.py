@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.course import NOTEBOOKS_DIR
 from helpers.saturation import softmax_jacobian
-from helpers.tasks import BANK_SETUP, TRAP_SETUP, VOCABULARY, bank_task, generate, pattern_task
+from helpers.tasks import BANK_SETUP, TRAP_SETUP, VOCABULARY, bank_task, embed, generate, pattern_task
 from helpers.training import (
     NO_TARGET,
     PARAMETERS,
@@ -155,11 +155,24 @@ def test_training_lowers_the_loss_and_frozen_attention_keeps_W_Q_W_K():
     (lambda p, X, t: init_params(0, 2, 2, 2), "d_model must be a positive whole number"),
     (lambda p, X, t: init_params(3, 2, 2, 2, scale=-1), "scale must be a positive"),
     (lambda p, X, t: numerical_gradient(lambda v: 0.0, np.zeros(2), h=0), "h must be a positive"),
+    (lambda p, X, t: numerical_gradient(None, np.zeros(2)), "f must be a function"),
+    (lambda p, X, t: init_params(3, 2, 2, 2, seed=-1), "seed must be a non-negative"),
+    (lambda p, X, t: gradient_descent_step(p, {**p, "W_Q": p["W_Q"][:1]}, 0.1), r"grads\['W_Q'\] must have the shape"),
+    (lambda p, X, t: gradient_descent_step(p, p, 0), "learning_rate must be a positive"),
+    (lambda p, X, t: adam_step(p, {"W_Q": p["W_Q"]}, {}, 0.1), "grads must be a dict"),
+    (lambda p, X, t: adam_step(p, p, None, 0.1), "state must be a dict"),
+    (lambda p, X, t: train(p, X, t, steps=1, learning_rate=0.1, on_step="print"), "on_step must be a function"),
 ])
 def test_bad_input_gets_a_value_error_naming_the_argument(call, pattern):
     params, X, targets = _random_problem(4, 2, 4, 3, 2, 2, 2)
     with pytest.raises(ValueError, match=pattern):
         call(params, X, targets)
+
+
+def test_numerical_gradient_leaves_an_integer_point_alone_and_is_right():
+    x = np.array([1, 2])                          # integers: nudging them in place would round h away
+    assert np.allclose(numerical_gradient(lambda v: float(v @ v), x), [2.0, 4.0], atol=1e-8)
+    assert x.tolist() == [1, 2]
 
 
 def test_tasks_bad_input():
@@ -169,6 +182,12 @@ def test_tasks_bad_input():
         pattern_task(2, seed=0, length=4, period=4)
     with pytest.raises(ValueError, match="d_position must be even"):
         pattern_task(2, seed=0, d_position=5)
+    with pytest.raises(ValueError, match="seed must be a non-negative"):
+        bank_task(5, seed="one")
+    with pytest.raises(ValueError, match="sequences must be a non-empty"):
+        embed(np.array([[0, 6]]), 6, 8)
+    with pytest.raises(ValueError, match="mask must be a function"):
+        generate(init_params(14, 2, 2, 6), pattern_task(2, seed=0), prompt_length=4, mask=causal_mask(12))
     with pytest.raises(ValueError, match="prompt_length must be shorter"):
         task = pattern_task(2, seed=0)
         generate(init_params(14, 2, 2, 6), task, prompt_length=12)
