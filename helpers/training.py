@@ -317,6 +317,11 @@ def backward(cache, d_logits):
     return _backward(cache, d_logits)
 
 
+def _T(a):
+    """Transpose the last two axes (``.T`` would also reverse the batch axis)."""
+    return np.swapaxes(a, -1, -2)
+
+
 def _summed(A, G):
     """sum over sentences b and tokens i of A[b, i]^T G[b, i]: the gradient of a matrix applied to every token."""
     return A.reshape(-1, A.shape[-1]).T @ G.reshape(-1, G.shape[-1])
@@ -324,13 +329,12 @@ def _summed(A, G):
 
 def _backward(cache, d_logits):
     p, X, Q, K, V = cache["params"], cache["X"], cache["Q"], cache["K"], cache["V"]
-    swap = lambda a: np.swapaxes(a, -1, -2)                       # noqa: E731  (transpose the last two axes)
     # read-out: logits = out W_out + b_out
     g = {"W_out": _summed(cache["out"], d_logits), "b_out": d_logits.sum(axis=(0, 1))}
     d_out = d_logits @ p["W_out"].T                               # (B, n, d_v)
     # values: out = weights V
-    d_weights = d_out @ swap(V)                                   # (B, n, n)
-    d_V = swap(cache["weights"]) @ d_out                          # (B, n, d_v)
+    d_weights = d_out @ _T(V)                                      # (B, n, n)
+    d_V = _T(cache["weights"]) @ d_out                             # (B, n, d_v)
     g["W_V"] = _summed(X, d_V)
     if cache["uniform"]:                                          # the scores were not used
         g["W_Q"], g["W_K"] = np.zeros_like(p["W_Q"]), np.zeros_like(p["W_K"])
@@ -340,7 +344,7 @@ def _backward(cache, d_logits):
     # softmax, then the scaling: scores = Q K^T / sqrt(d_k)
     d_scores = _softmax_backward(cache["softmax_weights"], d_weights) / np.sqrt(Q.shape[-1])
     d_Q = d_scores @ K                                            # (B, n, d_k)
-    d_K = swap(d_scores) @ Q                                      # (B, n, d_k)
+    d_K = _T(d_scores) @ Q                                         # (B, n, d_k)
     g["W_Q"] = _summed(X, d_Q)
     g["W_K"] = _summed(X, d_K)
     return g
