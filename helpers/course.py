@@ -21,7 +21,7 @@ COURSE = (
     ("05_multi_head.ipynb", "Many heads", "several heads asking different questions for the cost of one"),
     ("06_order.ipynb", "Order and position", "why attention cannot see word order on its own, how positions put it back, and what attention alone cannot do"),
     ("07_cost_and_tiling.ipynb", "Cost and tiling", "the n^2 cost and the online softmax behind FlashAttention"),
-    ("08_learning.ipynb", "Learning W_Q, W_K, W_V", "how W_Q, W_K, W_V are trained"),
+    ("08_learning.ipynb", "Learning W_Q, W_K, W_V", "W_Q, W_K, W_V learned by gradient descent in numpy, the backward pass checked by finite differences, and the missing causal mask trained for real"),
     ("09_real_model.ipynb", "The real thing", "the same sentences through a real trained model, with the course's own attention"),
 )
 

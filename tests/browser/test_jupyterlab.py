@@ -66,6 +66,13 @@ def stored_expectations(name):
     return widgets, figures
 
 
+def stored_progress_bars(name):
+    """How many progress bars the stored notebook holds (from their widget models, e.g. tqdm's notebook bar)."""
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return sum(m.get("model_name") in ("FloatProgressModel", "IntProgressModel") for m in state.values())
+
+
 def open_and_run(page, lab, name):
     page.goto(lab.url(f"/lab/tree/notebooks/{name}?reset"))
     page.wait_for_function(
@@ -104,6 +111,13 @@ def what_the_learner_sees(page, name):
             f"{want_widgets} widget(s) expected but {drawn} drawn: the learner sees text such as "
             f"'VBox(children=...)' or nothing where the controls should be"
         )
+    # A progress bar (tqdm's notebook bar, notebook 08) must be drawn and filled to its end once its cell has run.
+    fills = page.evaluate("() => [...document.querySelectorAll('.jp-OutputArea .widget-hprogress .progress-bar')]"
+                          ".map(b => b.style.width)")
+    want_bars = stored_progress_bars(name)
+    if len(fills) < want_bars:
+        problems.append(f"{want_bars} progress bar(s) expected but {len(fills)} drawn")
+    problems += [f"progress bar {i + 1} stopped at {fill!r}, not at 100%" for i, fill in enumerate(fills) if fill != "100%"]
     broken = page.locator(".jp-OutputArea .explorer-error")  # an explorer's own error message
     for i in range(broken.count()):
         problems.append(f"an explorer shows an error instead of its picture: {broken.nth(i).inner_text()[:300]!r}")
