@@ -945,3 +945,18 @@ class DkPredictionExercise(_Exercise):
                 "That is what happens WITH the division by sqrt(d_k). Without it the scores spread out like "
                 "sqrt(d_k), and the softmax piles onto the largest one.")
 
+
+
+# --------------------------------------------------------------------------
+# Instructors: diagnose a learner's own attention function (the battery is in helpers/diagnose.py)
+# --------------------------------------------------------------------------
+
+def diagnose(fn, **options):
+    """Run a learner's ``fn(Q, K, V, mask=None)`` on a battery of inputs and name what is wrong.
+
+    Returns the same kind of :class:`Feedback` as the checkers; never raises
+    because of ``fn``. Options (masks, batches, time_limit) and the faults it
+    names: see :func:`helpers.diagnose.diagnose`.
+    """
+    from helpers.diagnose import diagnose as run_battery    # here: helpers.diagnose imports this module
+    return run_battery(fn, **options)
