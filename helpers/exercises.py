@@ -52,6 +52,7 @@ __all__ = [
     "AttentionWeightsExercise",
     "ProjectionExercise",
     "OutputExercise",
+    "ChoiceExercise",
     "DkPredictionExercise",
 ]
 
@@ -863,7 +864,89 @@ class OutputExercise(_NumericExercise):
         self.correct_note = f"'{token}' leaves as {_fmt(self.expected)}, a mix of the values weighted by attention."
 
 
-class DkPredictionExercise(_Exercise):
+class ChoiceExercise(_Exercise):
+    """A question answered by choosing one option: multiple choice, or yes / no.
+
+    Parameters
+    ----------
+    question : str, printed by ``question()`` with the options under it.
+    options : dict mapping a short key (a letter such as "a", or "yes" and
+        "no") to the option's text, in the order they are shown.
+    answer : the key of the right option. An instructor computes it from
+        the exercise's inputs (as ``DkPredictionExercise`` does), so that
+        editing the inputs keeps the checker right.
+    why : dict mapping each key to one or two sentences said when the
+        learner chooses it: for the right key why it is right, for a wrong
+        one the mistake behind it. A key without one gets "Not quite.".
+    hint, solution : str. The solution is Python (``answer = ...``) with the
+        reasoning in comments.
+
+    A learner may answer with the key in quotes ('a', '(a)', ' A '), with
+    the text of an option, and, when the keys are "yes" and "no", with True
+    or False. Feedback keys: None when right, ``chose_<key>`` for a wrong
+    option, ``not_a_choice`` for anything else. Raises ValueError (naming
+    the argument) only for an instructor's bad ``options`` or ``answer``.
+    """
+
+    def __init__(self, question, options, answer, why=None, hint="", solution=None):
+        self.OPTIONS = {str(k).lower(): str(v) for k, v in dict(options).items()}
+        if len(self.OPTIONS) < 2:
+            raise ValueError(f"options must offer at least 2 choices; got {options!r}")
+        self.question_text = str(question)
+        self._set_answer(answer, why)
+        self.hint_text = hint
+        if solution is not None:
+            self.solution_text = solution
+
+    def _set_answer(self, answer, why):
+        answer = str(answer).lower()
+        if answer not in self.OPTIONS:
+            raise ValueError(f"answer must be one of the option keys {list(self.OPTIONS)}; got {answer!r}")
+        self.answer = answer
+        self.why = {str(k).lower(): str(v) for k, v in dict(why or {}).items()}
+        self.solution_text = f"answer = {answer!r}   # {self.OPTIONS[answer]}\n" + _comment(
+            "\n".join(textwrap.wrap(self._why(answer), 88)))
+
+    def question(self):
+        """Print the question and its options."""
+        print("\n".join(textwrap.wrap(self.question_text, 100)))
+        for key, text in self.OPTIONS.items():
+            print(f"  ({key}) {text}" if len(key) == 1 else f"  {key}: {text}")
+
+    def _how_to_answer(self):
+        keys = list(self.OPTIONS)
+        listed = ", ".join(repr(k) for k in keys[:-1]) + f" or {keys[-1]!r}"
+        what = "the letters " if all(len(k) == 1 for k in keys) else ""
+        return f"Answer with one of {what}{listed}, in quotes: answer = {keys[0]!r}."
+
+    @property
+    def fallback(self):
+        return Feedback(False, "not_a_choice", self._how_to_answer())
+
+    def _key_of(self, answer):
+        if isinstance(answer, (bool, np.bool_)) and set(self.OPTIONS) == {"yes", "no"}:
+            return "yes" if answer else "no"
+        if not isinstance(answer, str):
+            return None
+        text = " ".join(answer.split()).strip("().").strip().lower()
+        if text in self.OPTIONS:
+            return text
+        by_text = [k for k, v in self.OPTIONS.items() if text == " ".join(v.split()).lower()]
+        return by_text[0] if by_text else None
+
+    def _feedback(self, answer):
+        key = self._key_of(answer)
+        if key is None:
+            return self.fallback
+        if key == self.answer:
+            return Feedback(True, None, "Correct! " + self._why(key))
+        return Feedback(False, f"chose_{key}", "Not quite. " + self._why(key))
+
+    def _why(self, key):
+        return self.why.get(key, "")
+
+
+class DkPredictionExercise(ChoiceExercise):
     """Predict what happens to the weights when the key width d_k grows.
 
     The answer is one letter. The right letter is not stored: it is measured
@@ -896,21 +979,22 @@ class DkPredictionExercise(_Exercise):
         self.table = table
         column = 2 if self.scaled else 1
         change = table[-1][column] - table[0][column]
-        self.answer = "a" if change > 0.1 else ("b" if change < -0.1 else "c")
+        answer = "a" if change > 0.1 else ("b" if change < -0.1 else "c")
         self.n_keys = n_keys
-        self.hint_text = ("A score is a sum of d_k products. If each product is a random number of about size 1, "
-                          "how far apart do sums of d_k of them typically land? What does a softmax do with scores "
-                          "that are far apart?")
-        why = "\n".join(textwrap.wrap(self._why(self.answer), 88))
-        self.solution_text = (f"answer = {self.answer!r}   # {self.OPTIONS[self.answer]}\n"
-                              + _comment(f"{why}\n\nMeasured with {self.d_k_values[0]} <= d_k <= {self.d_k_values[-1]}:\n"
-                                         f"{self._table_text()}"))
+        how = "and you DO divide the scores by sqrt(d_k)" if self.scaled else "and you do NOT divide the scores by sqrt(d_k)"
+        super().__init__(
+            question=(f"Queries and keys have random entries of about size 1. As d_k grows from {self.d_k_values[0]} "
+                      f"to {self.d_k_values[-1]}, {how}, what happens to one query's weights over {self.n_keys} keys?"),
+            options=self.OPTIONS, answer=answer, why={letter: self._dk_why(letter, answer) for letter in self.OPTIONS},
+            hint=("A score is a sum of d_k products. If each product is a random number of about size 1, "
+                  "how far apart do sums of d_k of them typically land? What does a softmax do with scores "
+                  "that are far apart?"))
+        self.solution_text += "\n" + _comment(f"\nMeasured with {self.d_k_values[0]} <= d_k <= {self.d_k_values[-1]}:\n"
+                                               f"{self._table_text()}")
 
     def question(self):
-        """Print the question and its options."""
-        how = "and you DO divide the scores by sqrt(d_k)" if self.scaled else "and you do NOT divide the scores by sqrt(d_k)"
-        print(f"Queries and keys have random entries of about size 1. As d_k grows from {self.d_k_values[0]} "
-              f"to {self.d_k_values[-1]}, {how}, what happens to one query's weights over {self.n_keys} keys?")
+        """Print the question and its options (the question is not wrapped: it is one printed line)."""
+        print(self.question_text)
         for letter, text in self.OPTIONS.items():
             print(f"  ({letter}) {text}")
 
@@ -920,31 +1004,21 @@ class DkPredictionExercise(_Exercise):
         lines += [f"{d:>6} {u:>10.3f} {s:>8.3f}" for d, u, s in self.table]
         return "\n".join(lines)
 
-    fallback = Feedback(False, "not_a_choice", "Answer with one of the letters 'a', 'b' or 'c', in quotes.")
-
-    def _feedback(self, answer):
-        letter = answer.strip().strip("().").strip().lower() if isinstance(answer, str) else None
-        if letter not in self.OPTIONS:
-            return Feedback(False, "not_a_choice", "Answer with one of the letters 'a', 'b' or 'c', in quotes: answer = 'a'.")
-        if letter == self.answer:
-            return Feedback(True, None, "Correct! " + self._why(letter))
-        return Feedback(False, f"chose_{letter}", "Not quite. " + self._why(letter))
-
-    def _why(self, letter):
+    @staticmethod
+    def _dk_why(letter, answer):
         if letter == "a":
             return ("Without the division, a dot product of d_k random terms spreads out like sqrt(d_k), and a "
                     "softmax of widely spread scores piles nearly all the weight onto the largest."
-                    if letter == self.answer else
+                    if letter == answer else
                     "With the division by sqrt(d_k) the spread of the scores stays about the same as d_k grows, "
                     "so the softmax does not sharpen.")
         if letter == "b":
             return ("A dot product of d_k random terms spreads out as d_k grows (its spread is about sqrt(d_k)); "
                     "the weights would even out only if the scores bunched together.")
         return ("That is what the division by sqrt(d_k) buys: it keeps the spread of the scores the same."
-                if letter == self.answer else
+                if letter == answer else
                 "That is what happens WITH the division by sqrt(d_k). Without it the scores spread out like "
                 "sqrt(d_k), and the softmax piles onto the largest one.")
-
 
 
 # --------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from exercise_cases import CASES, NAMED_IN_ISSUE, PHRASES, answer_cell, run_in_p
 from helpers.course import NOTEBOOKS_DIR
 from helpers.exercises import (
     AttentionWeightsExercise,
+    ChoiceExercise,
     DkPredictionExercise,
     Feedback,
     OutputExercise,
@@ -429,3 +430,47 @@ def test_bad_inputs_from_an_instructor_raise_a_clear_value_error():
         SoftmaxRowExercise(np.ones((2, 2)), 2, ["a", "b"])
     with pytest.raises(ValueError, match="W_V must be a matrix"):
         OutputExercise(X, X, X, np.ones(2), ["a", "b"], token="a")
+
+
+# ---------------------------------------------------------------- ChoiceExercise
+
+def _inside_hull():
+    return ChoiceExercise(
+        question="Can [3, 3] be an output of attention over the values [0, 0], [2, 0] and [0, 2]?",
+        options={"yes": "it can", "no": "it cannot"}, answer="no",
+        why={"no": "Every output is a weighted average of the values, so it lies inside their triangle.",
+             "yes": "A weighted average with weights that sum to 1 cannot leave the triangle of the values."},
+        hint="Weights are positive and sum to 1.")
+
+
+@pytest.mark.parametrize("answer, correct, mistake", [
+    ("no", True, None), ("NO", True, None), (" no ", True, None), (False, True, None),
+    ("it cannot", True, None), ("yes", False, "chose_yes"), (True, False, "chose_yes"),
+    ("maybe", False, "not_a_choice"), (3, False, "not_a_choice"), (np.array([1.0]), False, "not_a_choice"),
+    (None, False, "not_attempted"), (Ellipsis, False, "not_attempted"),
+])
+def test_choice_exercise_reads_keys_texts_and_booleans(answer, correct, mistake):
+    fb = _inside_hull().feedback(answer)
+    assert (fb.correct, fb.mistake) == (correct, mistake)
+
+
+def test_choice_exercise_says_why_and_how_to_answer():
+    ex = _inside_hull()
+    assert "inside their triangle" in ex.feedback("no").text
+    assert "cannot leave the triangle" in ex.feedback("yes").text
+    assert ex.feedback("perhaps").text == "Answer with one of 'yes' or 'no', in quotes: answer = 'yes'."
+    assert ex.solution_text.startswith("answer = 'no'   # it cannot")
+
+
+def test_choice_exercise_booleans_only_mean_yes_and_no_for_yes_no_questions():
+    ex = ChoiceExercise("Pick one.", {"a": "first", "b": "second"}, answer="a")
+    assert ex.feedback(True).mistake == "not_a_choice"
+    assert ex.feedback("(A)").correct
+
+
+@pytest.mark.parametrize("options, answer, name", [
+    ({"a": "only one"}, "a", "options"), ({"a": "x", "b": "y"}, "c", "answer"),
+])
+def test_choice_exercise_refuses_an_instructors_bad_set_up(options, answer, name):
+    with pytest.raises(ValueError, match=f"^{name} must"):
+        ChoiceExercise("Q?", options, answer)
