@@ -95,8 +95,8 @@ def _battery():
         Case("wide keys", "wider keys: Q and K of shape (3, 16), so d_k = 16", draw(n, 16), draw(n, 16), draw(n, d)),
         Case("n_q != n_k", "2 queries and 4 keys: Q (2, 4), K and V (4, 4)", draw(2, d), draw(4, d), draw(4, d)),
         Case("d_v != d_k", "values narrower than keys: Q and K (3, 4), V (3, 2)", draw(n, d), draw(n, d), draw(n, 2)),
-        Case("large scores", "very large scores (scaled scores in the thousands): Q and K of shape (3, 4) with entries "
-             "near 40", draw(n, d, size=40.0), draw(n, d, size=40.0), draw(n, d)),
+        Case("large scores", "very large scores: Q and K of shape (3, 4), entries of size about 40",
+             draw(n, d, size=40.0), draw(n, d, size=40.0), draw(n, d)),
         Case("causal mask", "a causal mask: Q, K and V of shape (4, 4), mask = causal_mask(4)",
              draw(4, d), draw(4, d), draw(4, d), causal_mask(4), "masks"),
         Case("padding mask", "a padding mask: Q, K and V of shape (4, 4), the last key a pad (its mask column False)",
@@ -104,6 +104,10 @@ def _battery():
         Case("batch", "a batch of 2 sentences: Q, K and V of shape (2, 3, 4)", draw(2, n, d), draw(2, n, d),
              draw(2, n, d), None, "batches"),
     ]
+    big = cases[4]
+    largest = float(np.abs(big.Q @ big.K.T).max() / np.sqrt(d))
+    cases[4] = Case(big.name, f"{big.words}, so scaled scores reach {largest:.0f} (exp overflows past 709)",
+                    big.Q, big.K, big.V)
     for case in cases:
         for a in (case.Q, case.K, case.V, case.mask):
             if a is not None:
@@ -290,7 +294,7 @@ def _call(fn, case, time_limit):
         run.weights, _ = _read(weights)
     run.out, problem = _read(value)
     if value is None:
-        run.problem = "returned None: it needs a `return` line (return output, or return output, weights)"
+        run.problem = "returned None."
     elif problem is not None:
         run.problem = "returned something that is not an array of numbers. " + problem.text
     return run
@@ -430,10 +434,6 @@ def _fault_text(key, constant):
     return text
 
 
-def _tried(runs):
-    return "; ".join(run.case.words for run in runs)
-
-
 def _verdict(fn, runs, masks, batches):
     name = getattr(fn, "__name__", "your function")
     mutated = sorted({m for run in runs for m in run.mutated}, key="Q K V mask".split().index)
@@ -459,7 +459,8 @@ def _verdict(fn, runs, masks, batches):
                              f"attention weights, on {wrong_weights.case.words}. Return the weights the output "
                              "was made from: return weights @ V, weights.", wrong_weights.case.name)
         untaught = [] if masks and batches else [w for w, on in (("masks", masks), ("batches", batches)) if not on]
-        text = f"Correct! {name} gives the right output on all {len(runs)} inputs: {_tried(runs)}."
+        text = (f"Correct! {name} gives the right output on all {len(runs)} inputs "
+                f"({', '.join(run.case.name for run in runs)}).")
         if untaught:
             text += f" ({' and '.join(untaught).capitalize()} were not tried: you meet them in notebook 04.)"
         if any(run.printed for run in runs):
