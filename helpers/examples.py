@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+from helpers.paths import COURSE_ROOT
+
+DATA_DIR = COURSE_ROOT / "data"
 
 __all__ = ["Published", "WorkedExample", "available_examples", "load_example", "matches", "compare", "DATA_DIR"]
 
