@@ -435,7 +435,8 @@ def _fault_text(key, constant):
 
 
 def _verdict(fn, runs, masks, batches):
-    name = getattr(fn, "__name__", "your function")
+    name = getattr(fn, "__name__", None)
+    name = name if isinstance(name, str) and name.isidentifier() else "Your function"   # a lambda has none
     mutated = sorted({m for run in runs for m in run.mutated}, key="Q K V mask".split().index)
     changes = (f"it changes its input{'s' if len(mutated) > 1 else ''} {', '.join(mutated)} in place (as Q /= ... "
                "or m = mask; m[...] = ... do), and so changes the caller's arrays: make new arrays instead "
@@ -513,7 +514,7 @@ def _unexplained_key(run):
 
 def _unexplained_text(run, name):
     return {
-        "no_mask_argument": f"{name} takes no mask. Give it one: def {name}(Q, K, V, mask=None), and apply it "
+        "no_mask_argument": f"{name} takes no mask. Give it one: def {name if name.isidentifier() else 'my_attention'}(Q, K, V, mask=None), and apply it "
                             "before the softmax when it is not None.",
         "exit": f"{name} stops the program (exit() or sys.exit()). Return the output instead.",
         "raised": f"{name} raised an error. Read the message below, and try your function on these inputs "
