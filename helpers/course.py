@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+from helpers.paths import COURSE_ROOT
+
+NOTEBOOKS_DIR = COURSE_ROOT / "notebooks"
 
 #: (file name, title, what you learn), in reading order.
 COURSE = (

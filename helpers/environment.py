@@ -11,7 +11,9 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.paths import COURSE_ROOT
+
+ROOT = COURSE_ROOT
 #: The pinned requirements: installed as usual, and installed with --no-deps.
 REQUIREMENTS = (ROOT / "requirements.txt", ROOT / "requirements-nodeps.txt")
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from helpers.attention import _refuse_masked_array
+from helpers.paths import COURSE_ROOT
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = COURSE_ROOT / "data"
 
 __all__ = ["Published", "WorkedExample", "available_examples", "load_example", "matches", "compare", "DATA_DIR"]
 

@@ -1526,6 +1526,9 @@ class KVCacheSizeExercise(_NumericExercise):
                                     (f"answer = my_per_token * {H} * {L} * {n}", f"{total:,} numbers")])
         self.correct_note = (f"{total:,} numbers: {total * 8 / 2**20:.1f} MiB in float64, "
                              f"{total * 4 / 2**20:.1f} MiB in float32. It grows with n, not n².")
+
+
+# --------------------------------------------------------------------------
 # Notebook 08: learning W_Q, W_K, W_V by gradient descent
 # --------------------------------------------------------------------------
 
@@ -1652,3 +1655,122 @@ class GradientStepExercise(_NumericExercise):
                              if new_loss < (w * x - y) ** 2 else
                              f"The loss goes from {_fmt((w * x - y) ** 2)} to {_fmt(new_loss)}: this learning rate "
                              "is too large for this x, and the step overshoots.")
+
+
+# --------------------------------------------------------------------------
+# Instructors: diagnose a learner's own attention function (the battery is in helpers/diagnose.py)
+# --------------------------------------------------------------------------
+
+def diagnose(fn, **options):
+    """Run a learner's ``fn(Q, K, V, mask=None)`` on a battery of inputs and name what is wrong.
+
+    Returns the same kind of :class:`Feedback` as the checkers; never raises
+    because of ``fn``. Options (masks, batches, time_limit) and the faults it
+    names: see :func:`helpers.diagnose.diagnose`.
+    """
+    from helpers.diagnose import diagnose as run_battery    # here: helpers.diagnose imports this module
+    return run_battery(fn, **options)
+
+
+# --------------------------------------------------------------------------
+# Instructors: a new exercise in a few lines, without writing a class
+# --------------------------------------------------------------------------
+
+def exercise(question, inputs, answer, mistakes=None, options=None, why_right="", hint="", solution=None,
+             atol=EXACT_ATOL, weights=False):
+    """A new exercise from a question, its inputs, and functions of those inputs.
+
+    question : str, what the learner is asked; ``ex.question()`` prints it
+        with the inputs.
+    inputs : dict mapping a name to a value. Every function below is called
+        with them as keyword arguments, so editing an input re-derives the
+        right answer and every named mistake.
+    answer : function of the inputs giving the right answer: a number or an
+        array (or, with ``options``, the key of the right option).
+    mistakes : dict mapping a short key (e.g. "no_scaling") to
+        ``(explanation, function of the inputs giving the answer that
+        mistake leads to)``; with ``options``, to the explanation alone,
+        said when the learner picks that option.
+    options : for a multiple-choice question, a dict mapping each key ("a",
+        or "yes" and "no") to the option's text: the exercise is then a
+        :class:`ChoiceExercise`.
+    why_right : said after "Correct!". hint, solution : str. Without a
+        solution, ``solution()`` shows the right answer for these inputs.
+    atol : how far a numeric answer may be from the right one (default
+        half a unit in the third decimal). weights : True when the answer is
+        attention weights, which adds the checks for percentages, negative
+        weights and rows that do not sum to 1.
+
+    A numeric exercise is a :class:`_NumericExercise`, so everything the
+    course's checkers do applies: never raising on a learner's answer,
+    answers rounded too far, right numbers in the wrong shape, NaN, the
+    answer of another exercise, mistakes that these inputs cannot tell
+    apart dropped or merged (``ex.mistakes``). Raises ValueError, naming the
+    argument, when an instructor's function fails on the inputs or gives no
+    numbers.
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"question must be the text of the question; got {question!r}")
+    if not isinstance(inputs, dict) or not all(isinstance(k, str) and k.isidentifier() for k in inputs):
+        raise ValueError(f"inputs must be a dict of names (such as 'scores') to values; got {inputs!r}")
+    if not callable(answer):
+        raise ValueError(f"answer must be a function of the inputs ({', '.join(inputs)}); got {answer!r}")
+    if options is not None:
+        right = _run_instructor_function(answer, inputs, "answer")
+        why = {**dict(mistakes or {}), str(right): why_right}
+        return ChoiceExercise(question, options, right, why=why, hint=hint, solution=solution)
+    return _QuickExercise(question, inputs, answer, dict(mistakes or {}), why_right, hint, solution, atol, weights)
+
+
+def _run_instructor_function(fn, inputs, name):
+    try:
+        return fn(**inputs)
+    except Exception as exc:
+        raise ValueError(f"{name} must be a function of the inputs ({', '.join(inputs)}), called as "
+                         f"{name}(**inputs); calling it raised {type(exc).__name__}: {exc}") from None
+
+
+def _instructor_numbers(value, name):
+    try:
+        arr = np.asarray(value, dtype=float)
+    except Exception:
+        arr = None
+    if arr is None or arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must give finite numbers (a number or an array) for these inputs; got {value!r}")
+    return arr
+
+
+class _QuickExercise(_NumericExercise):
+    """A numeric exercise made by :func:`exercise`."""
+
+    def __init__(self, question, inputs, answer, mistakes, why_right, hint, solution, atol, weights):
+        self.inputs = dict(inputs)
+        self.question_text = question
+        self.title = question.rstrip("?.: ")
+        self.weights = bool(weights)
+        self.atol = atol
+        self.expected = _instructor_numbers(_run_instructor_function(answer, self.inputs, "answer"), "answer")
+        size = self.expected.size
+        self.shape_note = "one number" if self.expected.ndim == 0 else f"{size} number{'s' if size > 1 else ''} in all"
+        variants = []
+        for key, item in mistakes.items():
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and callable(item[1])):
+                raise ValueError(f"mistakes[{key!r}] must be (explanation, function of the inputs); got {item!r}")
+            explanation, fn = item
+            name = f"mistakes[{key!r}]"
+            variants.append((str(key), explanation, _instructor_numbers(_run_instructor_function(fn, self.inputs, name), name)))
+        self._set_variants(variants)
+        self.correct_note = why_right
+        self.hint_text = hint or "No hint for this one: reread the question and the inputs above it."
+        self.solution_text = solution if solution is not None else (
+            "# The right answer for these inputs:\n" + _comment(_fmt(self.expected)))
+
+    def question(self):
+        """Print the question and the inputs it is about."""
+        print("\n".join(textwrap.wrap(self.question_text, 100)))
+        for name, value in self.inputs.items():
+            try:
+                shown = _fmt(value)
+            except Exception:
+                shown = repr(value)
+            print(f"  {name} = {shown}")
