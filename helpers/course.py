@@ -20,7 +20,7 @@ COURSE = (
     ("02_two_senses.ipynb", "Two senses of bank", "the same W_Q, W_K, W_V resolving 'bank' by a river and 'bank' with an interest rate"),
     ("03_scaling.ipynb", "Why divide by sqrt(d_k)", "dot products grow with d_k and saturate the softmax, and dividing by sqrt(d_k) keeps it in check"),
     ("04_masking.ipynb", "Masks", "causal and padding masks, and the trap of masking after the softmax"),
-    ("05_multi_head.ipynb", "Many heads", "several heads asking different questions for the cost of one"),
+    ("05_multi_head.ipynb", "Many heads", "several heads asking different questions, with the multiply-adds of one wide head"),
     ("06_order.ipynb", "Order and position", "why attention cannot see word order on its own, how positions put it back, and what attention alone cannot do"),
     ("07_cost_and_tiling.ipynb", "Cost and tiling", "the n^2 cost and the online softmax behind FlashAttention"),
     ("08_learning.ipynb", "Learning W_Q, W_K, W_V", "W_Q, W_K, W_V learned by gradient descent in numpy, the backward pass checked by finite differences, and the missing causal mask trained for real"),

@@ -20,7 +20,8 @@ from helpers.paths import COURSE_ROOT
 
 DATA_DIR = COURSE_ROOT / "data"
 
-__all__ = ["Published", "WorkedExample", "available_examples", "load_example", "matches", "compare", "DATA_DIR"]
+__all__ = ["Published", "WorkedExample", "available_examples", "load_example", "matches", "compare", "SourceAudit",
+           "DATA_DIR"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,34 @@ def matches(ours, published):
     return np.abs(ours - pub) <= published.tolerance + 1e-12
 
 
+def _check_compare_args(published, extra):
+    if not isinstance(published, Published):
+        raise ValueError(f"published must be a Published entry (e.g. example.published['weights_bank']); got {type(published).__name__}")
+    if isinstance(extra, bool) or not isinstance(extra, int) or extra < 0:
+        raise ValueError(f"extra must be a whole number of decimals >= 0; got {extra!r}")
+
+
+def _compare_lines(ours, published, labels, extra, verdicts=("yes", "NO")):
+    """The lines of a comparison table: a header, one line per entry, then the source's note if it is needed."""
+    ok = matches(ours, published)
+    ours = np.asarray(ours, dtype=float)
+    pub = np.asarray(published.value, dtype=float)
+    decimals = np.broadcast_to(np.asarray(published.decimals), pub.shape)
+    flat_labels = None if labels is None else [str(label) for label in labels]
+    if flat_labels is not None and len(flat_labels) != ours.size:
+        raise ValueError(f"labels must give one label per entry ({ours.size} for {published.name}); got {len(flat_labels)}")
+    width = max([10] + [len(str(label)) for label in flat_labels or []])
+    yes, no = verdicts
+    lines = [f"{published.name}   (source: {published.where})",
+             f"  {'':{width}} {'ours':>12} {'published':>12} {'difference':>12}  {'match' if verdicts == ('yes', 'NO') else 'agrees?'}"]
+    for i, (o, p, d, good) in enumerate(zip(ours.ravel(), pub.ravel(), decimals.ravel(), np.ravel(ok))):
+        label = flat_labels[i] if flat_labels else (f"[{i}]" if ours.size > 1 else "")
+        lines.append(f"  {label:{width}} {_fmt(o, d + extra):>12} {_fmt(p, d):>12} {_fmt(o - p, d + extra):>12}  {yes if good else no}")
+    if not np.all(ok) and published.rounded_inputs:
+        lines.append(f"  {'note' if verdicts == ('yes', 'NO') else 'why'}: {published.rounded_inputs}")
+    return lines
+
+
 def compare(ours, published, labels=None, extra=2):
     """Print our value beside the published one, entry by entry, with the difference.
 
@@ -172,22 +201,55 @@ def compare(ours, published, labels=None, extra=2):
     unit of its last decimal). Where it does not and the source rounded
     before this step, the source's note is printed. Returns nothing.
     """
-    if not isinstance(published, Published):
-        raise ValueError(f"published must be a Published entry (e.g. example.published['weights_bank']); got {type(published).__name__}")
-    if isinstance(extra, bool) or not isinstance(extra, int) or extra < 0:
-        raise ValueError(f"extra must be a whole number of decimals >= 0; got {extra!r}")
-    ok = matches(ours, published)
-    ours = np.asarray(ours, dtype=float)
-    pub = np.asarray(published.value, dtype=float)
-    decimals = np.broadcast_to(np.asarray(published.decimals), pub.shape)
-    flat_labels = None if labels is None else [str(label) for label in labels]
-    if flat_labels is not None and len(flat_labels) != ours.size:
-        raise ValueError(f"labels must give one label per entry ({ours.size} for {published.name}); got {len(flat_labels)}")
-    width = max([10] + [len(str(label)) for label in flat_labels or []])
-    print(f"{published.name}   (source: {published.where})")
-    print(f"  {'':{width}} {'ours':>12} {'published':>12} {'difference':>12}  match")
-    for i, (o, p, d, good) in enumerate(zip(ours.ravel(), pub.ravel(), decimals.ravel(), np.ravel(ok))):
-        label = flat_labels[i] if flat_labels else (f"[{i}]" if ours.size > 1 else "")
-        print(f"  {label:{width}} {_fmt(o, d + extra):>12} {_fmt(p, d):>12} {_fmt(o - p, d + extra):>12}  {'yes' if good else 'NO'}")
-    if not np.all(ok) and published.rounded_inputs:
-        print(f"  note: {published.rounded_inputs}")
+    _check_compare_args(published, extra)
+    print("\n".join(_compare_lines(ours, published, labels, extra)))
+
+
+class SourceAudit:
+    """Checks against a source's published numbers: one line at each step, the full table at the end.
+
+    ``audit = SourceAudit("source 000", "section 14")`` names the source and
+    the place where the notebook prints the table. ``audit.check(ours,
+    published, labels=None, extra=2)`` prints one line saying whether ours
+    matches the published value to its rounding (half a unit of its last
+    decimal), and records the comparison; ``audit.table()`` prints every
+    recorded comparison in full, entry by entry, with a column saying
+    "yes", or "no, rounded first" where the source rounded an earlier step
+    (followed by the source's note on why), or "no, unexplained".
+    """
+
+    ROUNDED_FIRST = "no, rounded first"
+    UNEXPLAINED = "no, unexplained"
+
+    def __init__(self, source, table_at):
+        if not isinstance(source, str) or not isinstance(table_at, str) or not source or not table_at:
+            raise ValueError(f"source and table_at must be non-empty text (e.g. 'source 000', 'section 14'); "
+                             f"got {source!r} and {table_at!r}")
+        self.source, self.table_at = source, table_at
+        self.records = []
+
+    def check(self, ours, published, labels=None, extra=2):
+        """Print one line: does ``ours`` match ``published`` to its rounding? Records it for ``table``."""
+        _check_compare_args(published, extra)
+        _compare_lines(ours, published, labels, extra)          # checks shapes and labels now, not at the end
+        ok = np.ravel(matches(ours, published))
+        self.records.append((np.array(ours, dtype=float), published, labels, extra))
+        if ok.all():
+            count = {1: "matches", 2: "both values match"}.get(ok.size, f"all {ok.size} values match")
+            print(f"{published.name}: {count} {self.source} to its rounding")
+            return
+        off = ok.size - int(ok.sum())
+        why = "because the source rounded an earlier step" if published.rounded_inputs else "and no note explains it"
+        if ok.size == 1:
+            said = f"differs from {self.source} beyond its rounding"
+        else:
+            said = f"{int(ok.sum())} of {ok.size} match {self.source} to its rounding; {off} differ{'s' if off == 1 else ''}"
+        print(f"{published.name}: {said}, {why} ({self.table_at} has the table)")
+
+    def table(self):
+        """Print every recorded comparison in full, mismatches marked with the reason."""
+        if not self.records:
+            print(f"No comparison with {self.source} was recorded.")
+        for ours, published, labels, extra in self.records:
+            no = self.ROUNDED_FIRST if published.rounded_inputs else self.UNEXPLAINED
+            print("\n".join(_compare_lines(ours, published, labels, extra, verdicts=("yes", no))))

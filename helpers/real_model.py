@@ -350,7 +350,7 @@ class MiniLM:
 
     # ---- the forward pass -----------------------------------------------
 
-    def forward(self, ids, is_real=None, use_padding_mask=True):
+    def forward(self, ids, is_real=None, use_padding_mask=True, heads_off=()):
         """Run the encoder on token ids.
 
         Parameters
@@ -362,6 +362,11 @@ class MiniLM:
             exactly zero weight (a boolean mask, True = may attend, applied
             before the softmax). False lets every token attend to the [PAD]s
             too, which is the mistake the "padding trap" shows.
+        heads_off : iterable of (layer, head) pairs, counted from 0. The
+            output of each such head is set to zero before the heads are
+            joined by W_O (an ablation: the head contributes nothing, the
+            rest of the layer runs as usual). Its attention weights are still
+            returned. Empty (the default) switches nothing off.
 
         Returns
         -------
@@ -374,7 +379,8 @@ class MiniLM:
         ------
         ValueError if n is 0 or larger than 512, an id is outside the
         vocabulary, ``is_real`` has another shape than ``ids`` or is not
-        boolean, or a sequence has no real token.
+        boolean, a sequence has no real token, or ``heads_off`` holds
+        anything but (layer, head) pairs of whole numbers in range.
         """
         _refuse_masked_array(ids, "ids", how=(
             "pass plain token ids, np.ma.getdata(ids), and mark the padding with is_real: from a masked array "
@@ -403,6 +409,7 @@ class MiniLM:
             )
         if not is_real.any(axis=-1).all():
             raise ValueError("every sequence needs at least one real (non-[PAD]) token")
+        off = self._heads_off(heads_off)
 
         # 1. Embeddings: word + position + segment (all segment 0), then LayerNorm.
         x = (self.word_embeddings[ids].astype(np.float64)
@@ -416,12 +423,14 @@ class MiniLM:
         mask = is_real[..., None, None, :] if use_padding_mask and not is_real.all() else None
 
         hidden, attention = [x], []
-        for L in self.layers:
+        for layer, L in enumerate(self.layers):
             # 2. Multi-head self-attention, each projection with its bias.
             Q = split_heads(x @ L["W_Q"] + L["b_Q"], self.num_heads)   # (..., heads, n, d_k)
             K = split_heads(x @ L["W_K"] + L["b_K"], self.num_heads)
             V = split_heads(x @ L["W_V"] + L["b_V"], self.num_heads)
             heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # scale 1/sqrt(32)
+            for head in off.get(layer, ()):
+                heads[..., head, :, :] = 0.0                      # ablation: this head adds nothing
             attended = merge_heads(heads) @ L["W_O"] + L["b_O"]
             x = _layer_norm(x + attended, *L["ln_attention"], self.eps)
             # 3. Feed-forward network, each token on its own.
@@ -438,7 +447,23 @@ class MiniLM:
         embedding = pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
         return np.stack(attention, axis=-4), np.stack(hidden, axis=-3), embedding
 
-    def run(self, text, pad_to=None, use_padding_mask=True):
+    def _heads_off(self, heads_off):
+        """{layer: [head, ...]} from an iterable of (layer, head) pairs; ValueError naming what is wrong."""
+        try:
+            pairs = [tuple(pair) for pair in heads_off]
+        except TypeError:
+            raise ValueError(f"heads_off must be an iterable of (layer, head) pairs; got {heads_off!r}") from None
+        off = {}
+        for pair in pairs:
+            ok = len(pair) == 2 and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in pair)
+            if not ok or not (0 <= pair[0] < self.num_layers and 0 <= pair[1] < self.num_heads):
+                raise ValueError(
+                    f"heads_off must hold (layer, head) pairs with layer in 0..{self.num_layers - 1} and head in "
+                    f"0..{self.num_heads - 1}; got {pair!r}")
+            off.setdefault(int(pair[0]), []).append(int(pair[1]))
+        return off
+
+    def run(self, text, pad_to=None, use_padding_mask=True, heads_off=()):
         """Tokenize ``text`` and run the model on it.
 
         Parameters
@@ -449,6 +474,8 @@ class MiniLM:
             None (the default) runs the sentence's own tokens only.
         use_padding_mask : bool, whether [PAD] keys are masked out (see
             ``forward``). Without padding it changes nothing.
+        heads_off : (layer, head) pairs whose output is set to zero (see
+            ``forward``); empty by default.
 
         Returns
         -------
@@ -472,7 +499,8 @@ class MiniLM:
             tokens = tokens + [self.pad_token] * extra
             ids = np.concatenate([ids, np.full(extra, self.pad_id, dtype=np.int64)])
             is_real = np.concatenate([is_real, np.zeros(extra, dtype=bool)])
-        attention, hidden, embedding = self.forward(ids, is_real, use_padding_mask=use_padding_mask)
+        attention, hidden, embedding = self.forward(ids, is_real, use_padding_mask=use_padding_mask,
+                                                    heads_off=heads_off)
         return MiniLMOutput(tokens, ids, is_real, attention, hidden, embedding, bool(use_padding_mask))
 
     def embed(self, texts):

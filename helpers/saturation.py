@@ -10,6 +10,8 @@ Two small tools for notebook 03 and the d_k explorer:
 - ``softmax_jacobian`` gives the derivative of the softmax, the matrix that
   carries a learning signal from the weights back to the scores. When the
   softmax saturates (one weight near 1) it shrinks towards zero.
+- ``query_gradient`` follows a learning signal one step further, through the
+  scores to the query itself, which is what training uses to change W_Q.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import numbers
 
 import numpy as np
 
-from helpers.attention import _refuse_masked_array
+from helpers.attention import _refuse_masked_array, softmax
 
-__all__ = ["random_queries_keys", "softmax_jacobian", "jacobian_size"]
+__all__ = ["random_queries_keys", "softmax_jacobian", "jacobian_size", "query_gradient"]
 
 
 def _positive_int(value, name):
@@ -88,3 +90,39 @@ def jacobian_size(weights):
     falls to 0 as one weight takes everything. Errors as :func:`softmax_jacobian`.
     """
     return np.linalg.norm(softmax_jacobian(weights), axis=(-2, -1))
+
+
+def query_gradient(q, K, upstream, scale):
+    """The gradient that reaches a query from the gradient on its attention weights.
+
+    With scores s = scale * (K q) and weights w = softmax(s), a loss L whose
+    gradient on the weights is ``upstream`` (dL/dw) sends back to the query
+
+        dL/dq = scale * K^T J dL/dw,      J = diag(w) - w w^T,
+
+    by the chain rule: the softmax's Jacobian J is one factor of it, the keys
+    and the scale are the others (Vaswani et al. 2017, section 3.2.1, eq. 1,
+    for the scaled scores). dL/dW_Q is x^T dL/dq for a query q = x W_Q, so
+    its size follows the size of dL/dq.
+
+    q: (..., d_k); K: (..., n_k, d_k); upstream: (..., n_k); scale: a positive
+    number (1 / sqrt(d_k) for scaled attention, 1.0 for none).
+    Returns dL/dq, shape (..., d_k).
+
+    Raises ValueError naming the argument if a shape does not fit, an entry is
+    not finite, or scale is not a positive finite number.
+    """
+    q, K, g = (np.asarray(a, dtype=float) for a in (q, K, upstream))
+    if q.ndim < 1 or K.ndim < 2 or K.shape[-1] != q.shape[-1]:
+        raise ValueError(f"q must be (..., d_k) and K (..., n_k, d_k) with the same d_k; got q {q.shape}, K {K.shape}")
+    if g.shape[-1:] != K.shape[-2:-1]:
+        raise ValueError(f"upstream must be (..., n_k) with n_k = {K.shape[-2]} (one entry per key); got {g.shape}")
+    for name, a in (("q", q), ("K", K), ("upstream", g)):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must hold finite numbers only; got shape {a.shape} with NaN or inf")
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not np.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be a positive finite number (1/sqrt(d_k), or 1.0 for no scaling); got {scale!r}")
+    s = scale * (K @ q[..., :, None])[..., 0]
+    w = softmax(s)
+    d_s = w * (g - (w * g).sum(axis=-1, keepdims=True))          # J dL/dw, without building J
+    return scale * (np.swapaxes(K, -1, -2) @ d_s[..., :, None])[..., 0]

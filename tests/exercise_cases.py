@@ -92,6 +92,23 @@ PHRASES = {
     "forgot_two": "the 2 comes down",
     "gradient_only": "That is the gradient dL/dw",
     "step_only": "That is the size of the step",
+    # notebooks 03-05, teaching pass (issue 12)
+    "std_not_variance": "standard deviation",
+    "after_scaling": "after dividing the score",
+    "squared_width": "not d_k squared",
+    "not_boolean": "True/False values",
+    "or_for_and": "| (or)",
+    "dropped_diagonal": "diagonal is missing",
+    "padding_on_queries": "on the queries",
+    "no_padding": "causal mask alone",
+    "no_causal": "padding mask by itself",
+    "padding_shape": "in shape (B, n_k)",
+    "reshape_no_transpose": "without a transpose",
+    "heads_not_first": "tokens first",
+    "interleaved": "dealt out in turn",
+    "one_head": "the weights of one head",
+    "split_like_features": "the weights are not",
+    "one_per_token": "one weight per head per token",
 }
 
 # The named mistakes of issue 3, and the keys that name them.
@@ -115,6 +132,20 @@ _THREE = """Q = X3 @ W_Q3
 K = X3 @ W_K3"""
 _FOLDED = """Q = X1 @ W_Q1
 K = X1 @ W_K1"""
+
+# Notebook 04's exercises (issue 12): a batch mask built from lengths = [5, 3], n = 5, and the weights of
+# "the river flooded [pad] [pad]" under mask5.
+_C5 = "c5 = np.tril(np.ones((n, n), dtype=bool))"
+_R5 = "r5 = np.arange(n) < np.array(lengths)[:, None]"
+_MASK_OK = f"{_C5}\n{_R5}\nm = c5[None, :, :] & r5[:, None, :]"
+_PAD = """Q5 = X5 @ ex.W_Q
+K5 = X5 @ ex.W_K
+S5 = Q5 @ K5.T"""
+_PAD_OK = _PAD + """
+s = np.where(mask5, S5 / np.sqrt(2), -np.inf)
+e = np.exp(s - s.max(axis=1, keepdims=True))
+w = e / e.sum(axis=1, keepdims=True)"""
+_E5 = _PAD + "\ne = np.exp(np.where(mask5, S5 / np.sqrt(2), -np.inf))"
 
 CASES = {
     "01_river_bank.ipynb": {
@@ -375,6 +406,96 @@ CASES = {
             ("gradient_only", "answer = 2 * x * (w_scalar * x - y)"),
             ("step_only", "answer = learning_rate * 2 * x * (w_scalar * x - y)"),
             ("rounded", "answer = 1", "whole numbers"),
+        ],
+    },
+    "03_scaling.ipynb": {
+        "ex_variance": [
+            (None, "answer = 256"),
+            (None, "answer = 256.0"),
+            ("not_attempted", "answer = ..."),
+            ("std_not_variance", "answer = 16"),
+            ("after_scaling", "answer = 1"),
+            ("squared_width", "answer = 256 ** 2"),
+            ("different", "answer = 253"),           # a measured value, not the prediction
+            ("shape", "answer = [256]", "The numbers are right"),
+            ("not_numbers", "answer = '256'"),
+        ],
+        "ex_predict": [
+            (None, "answer = 'c'"),
+            ("not_attempted", "answer = ..."),
+            ("chose_a", "answer = 'a'", "spread of the scores stays about the same"),
+            ("chose_b", "answer = 'b'"),
+            ("not_a_choice", "answer = 'd'"),
+        ],
+    },
+    "04_masking.ipynb": {
+        "ex_mask": [
+            (None, _MASK_OK + "\nanswer = m"),
+            (None, "answer = causal_mask(n)[None] & (np.arange(n)[None, :] < np.array(lengths)[:, None])[:, None, :]"),
+            ("not_attempted", "answer = ..."),
+            ("not_boolean", _MASK_OK + "\nanswer = m.astype(int)", "is right"),
+            ("not_boolean", _MASK_OK + "\nanswer = (~m).astype(float)", "not right yet"),
+            ("not_boolean", "answer = np.full((2, 5, 5), 0.5)", "not only 0s and 1s"),
+            ("not_boolean", "answer = 'mask'"),
+            ("mask_flipped", _MASK_OK + "\nanswer = ~m"),
+            ("or_for_and", f"{_C5}\n{_R5}\nanswer = c5[None, :, :] | r5[:, None, :]"),
+            ("dropped_diagonal",
+             f"{_R5}\nbelow = np.tril(np.ones((n, n), dtype=bool), k=-1)\nanswer = below[None] & r5[:, None, :]"),
+            ("padding_on_queries", f"{_C5}\n{_R5}\nanswer = c5[None, :, :] & r5[:, :, None]"),
+            ("no_padding", f"{_C5}\nanswer = c5"),
+            ("no_causal", f"{_R5}\nanswer = r5[:, None, :] & np.ones((n, n), dtype=bool)"),
+            ("padding_shape", f"{_R5}\nanswer = r5"),
+            ("shape", f"{_C5}\nanswer = np.stack([c5] * 3)", "(2, 5, 5)"),
+            ("different", _MASK_OK + "\nm[0, 0, 0] = False\nanswer = m", "sentence 0, query 0, key 0"),
+            ("function", "answer = causal_mask"),
+        ],
+        "ex_padded": [
+            (None, _PAD_OK + "\nanswer = w"),
+            (None, "answer = scaled_dot_product_attention(X5 @ ex.W_Q, X5 @ ex.W_K, X5 @ ex.W_V, mask=mask5)[1]"),
+            ("not_attempted", "answer = ..."),
+            ("no_scaling", _PAD + "\ne = np.exp(np.where(mask5, S5, -np.inf))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("divided_by_d_k", _PAD + "\ne = np.exp(np.where(mask5, S5 / 2, -np.inf))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("wrong_axis", _PAD + "\nanswer = softmax(np.where(mask5, S5 / np.sqrt(2), -np.inf), axis=0)"),
+            ("transposed_scores",
+             _PAD + "\ne = np.exp(np.where(mask5, K5 @ Q5.T / np.sqrt(2), -np.inf))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("transposed", _PAD_OK + "\nanswer = w.T"),
+            ("exp_not_normalised", _E5 + "\nanswer = e"),
+            ("keepdims_forgotten", _E5 + "\nanswer = e / e.sum(axis=1)"),
+            ("whole_matrix_normalised", _E5 + "\nanswer = e / e.sum()"),
+            ("no_softmax", _PAD + "\nanswer = np.where(mask5, S5 / np.sqrt(2), -np.inf)", "masked scores"),
+            ("no_softmax", _PAD + "\nanswer = S5 / np.sqrt(2)", "before the mask"),
+            ("raw_scores", _PAD + "\nanswer = np.where(mask5, S5, -np.inf)"),
+            ("mask_after_softmax",
+             _PAD + "\ne = np.exp(S5 / np.sqrt(2))\nanswer = e / e.sum(axis=1, keepdims=True) * mask5"),
+            ("mask_times_zero",
+             _PAD + "\ne = np.exp(S5 / np.sqrt(2) * mask5)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("mask_flipped", _PAD + "\nanswer = softmax(np.where(mask5.T, S5 / np.sqrt(2), -np.inf))"),
+            ("no_mask", _PAD + "\ne = np.exp(S5 / np.sqrt(2))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("shape", _PAD_OK + "\nanswer = w[:3, :3]", "(5, 5)"),
+        ],
+    },
+    "05_multi_head.ipynb": {
+        "ex_split": [
+            (None, "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)"),
+            (None, "answer = np.stack(np.split(x6, 3, axis=1))"),
+            (None, "answer = split_heads(x6, 3)"),
+            ("not_attempted", "answer = ..."),
+            ("reshape_no_transpose", "answer = x6.reshape(3, 4, 2)", "Right shape, wrong numbers"),
+            ("heads_not_first", "answer = x6.reshape(4, 3, 2)"),
+            ("interleaved", "answer = x6.reshape(4, 2, 3).transpose(2, 0, 1)"),
+            ("shape", "answer = x6.reshape(3, 8)", "(3, 4, 2)"),
+            ("different", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2) + 1"),
+            ("other_exercise", "answer = 8 * 2048 * 2048", "the number of attention weights"),
+        ],
+        "ex_count": [
+            (None, "answer = 8 * 2048 * 2048"),
+            (None, "answer = 33_554_432"),
+            ("not_attempted", "answer = ..."),
+            ("one_head", "answer = 2048 * 2048"),
+            ("split_like_features", "answer = 2048 * 2048 / 8"),
+            ("one_per_token", "answer = 8 * 2048"),
+            ("different", "answer = 2048 * 512"),
+            ("other_exercise", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)", "x split into 3 heads"),
         ],
     },
     "09_real_model.ipynb": {

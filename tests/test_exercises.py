@@ -29,16 +29,18 @@ from helpers.exercises import (
     ChoiceExercise,
     DkPredictionExercise,
     Feedback,
+    MaskExercise,
     OutputExercise,
     ProjectionExercise,
     Reveal,
     ScoreExercise,
     SoftmaxRowExercise,
+    _NumericExercise,
 )
 
 NAMESPACES = {name: run_in_process(NOTEBOOKS_DIR / name) for name in CASES}
 EXERCISES = {f"{nb}:{ex}": NAMESPACES[nb][ex] for nb in CASES for ex in CASES[nb]}
-NUMERIC = {key: ex for key, ex in EXERCISES.items() if not isinstance(ex, ChoiceExercise)}
+NUMERIC = {key: ex for key, ex in EXERCISES.items() if isinstance(ex, _NumericExercise)}
 ALL_CASES = [
     pytest.param(nb, ex, case, id=f"{nb[:2]}-{ex}-{case[0]}-{i}")
     for nb in CASES for ex in CASES[nb] for i, case in enumerate(CASES[nb][ex])
@@ -476,3 +478,30 @@ def test_choice_exercise_booleans_only_mean_yes_and_no_for_yes_no_questions():
 def test_choice_exercise_refuses_an_instructors_bad_set_up(options, answer, name):
     with pytest.raises(ValueError, match=f"^{name} must"):
         ChoiceExercise("Q?", options, answer)
+# ------------------------------------------------------------ the mask checker of notebook 04 (issue 12)
+
+def test_every_mistake_the_mask_checker_names_is_typed_in_a_case():
+    typed = {case[0] for case in CASES["04_masking.ipynb"]["ex_mask"]}
+    assert set(NAMESPACES["04_masking.ipynb"]["ex_mask"].mistakes) <= typed
+    # the mistakes issue 12 names: flipped mask, (B, n_k) shape, | for &, dropped diagonal
+    assert {"mask_flipped", "padding_shape", "or_for_and", "dropped_diagonal"} <= typed
+
+
+def test_the_mask_checker_computes_its_answer_from_lengths_and_n():
+    # By hand, lengths [2, 1], n = 3: sentence 0 keeps keys 0-1, sentence 1 key 0, each below the diagonal.
+    ex = MaskExercise([2, 1], 3)
+    right = np.array([[[1, 0, 0], [1, 1, 0], [1, 1, 0]],
+                      [[1, 0, 0], [1, 0, 0], [1, 0, 0]]], dtype=bool)
+    assert ex.feedback(right).correct
+    assert ex.feedback(~right).mistake == "mask_flipped"
+    assert ex.feedback(right.astype(np.int8)).mistake == "not_boolean"
+    assert ex.feedback(right[:, :2]).mistake == "shape"
+    assert ex.feedback(right.tolist()).correct          # a nested list of booleans is a mask too
+
+
+def test_the_mask_checker_refuses_bad_inputs_from_an_instructor():
+    for lengths, n, match in [([0, 2], None, "each entry of lengths"), ([], None, "at least one sentence"),
+                              ([4], 3, "n must be at least the longest"), (5, None, "lengths must be a list"),
+                              ([2.5], None, "each entry of lengths")]:
+        with pytest.raises(ValueError, match=match):
+            MaskExercise(lengths, n)

@@ -5,16 +5,24 @@ markdown cell must be one of these:
 - a number the notebook's own cells print, within half a unit of its last
   written decimal (a percentage may be printed as a fraction). Inputs and the
   sources' published values are printed too (the source's column of
-  compare()), so quoting them passes;
-- an input written in the source of one of the notebook's code cells;
-- a value a source publishes, as stored in data/.
+  compare() and SourceAudit.table()), so quoting them passes;
+- a number written in the source of one of the notebook's code cells (an
+  input), matched as a whole number token, not as a piece of a longer one;
+- a value a source publishes, as stored in the "published" entries of the
+  data/ files that the notebook itself loads (load_example("name") in its
+  code reads data/name.json), within half a unit of the written decimals.
+  A notebook that loads no example may quote no published value it does
+  not print. This is the per-notebook citation rule: a notebook cites what
+  it loads, so notebooks written in parallel cannot lean on each other's data.
 A result typed in by hand and never computed fails. Whole numbers (section
 numbers, years, widths) are not checked, nor are numbers in words.
 """
 
+import json
 import re
 
 import nbformat
+import numpy as np
 import pytest
 
 from helpers.course import NOTEBOOKS_DIR
@@ -23,7 +31,7 @@ from helpers.examples import DATA_DIR
 NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
 NUMBER = re.compile(r"(?<![\w.])[−-]?\d+\.\d+(?!\w|\.\d)(\s*%)?")
 PRINTED = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?")
-PUBLISHED = " ".join(p.read_text(encoding="utf-8") for p in sorted(DATA_DIR.glob("*.json")))
+LOADED = re.compile(r"""load_example\(\s*["'](\w+)["']""")
 
 
 def _printed_numbers(nb):
@@ -34,21 +42,33 @@ def _printed_numbers(nb):
     return [float(x) for x in PRINTED.findall("\n".join(text))]
 
 
+def _published_numbers(nb):
+    """Every value published in the data/ files this notebook's code loads."""
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    values = []
+    for name in sorted(set(LOADED.findall(code))):
+        raw = json.loads((DATA_DIR / f"{name}.json").read_text(encoding="utf-8"))
+        for entry in raw.get("published", {}).values():
+            values += np.ravel(np.asarray(entry["value"], dtype=float)).tolist()
+    return values
+
+
 def _typed_but_not_printed(nb):
-    printed = _printed_numbers(nb)
+    allowed = _printed_numbers(nb) + _published_numbers(nb)
     code = " ".join(c.source for c in nb.cells if c.cell_type == "code")
+    inputs = set(PRINTED.findall(code))
     missing = []
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
         for match in NUMBER.finditer(cell.source):
             written = match.group().replace("−", "-").rstrip(" %")
-            if written.lstrip("-") in code or written.lstrip("-") in PUBLISHED:
-                continue  # an input, or a value a source publishes
+            if written.lstrip("-") in inputs:
+                continue  # an input, written as such in the code
             value, half_unit = float(written), 0.5 * 10.0 ** -len(written.split(".")[1]) + 1e-12
             if match.group(1):                        # a percentage: printed as a fraction
                 value, half_unit = value / 100, half_unit / 100
-            if not any(abs(value - p) <= half_unit for p in printed):
+            if not any(abs(value - p) <= half_unit for p in allowed):
                 missing.append(f"{cell.id}: {match.group()}")
     return missing
 
@@ -69,3 +89,21 @@ def test_the_check_lets_inputs_through(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 0.123457\nprint(x * 2)"),
                                          nbformat.v4.new_markdown_cell("With 0.123457 as input, the result is 0.246915.")])
     assert [m.split(": ")[1] for m in _typed_but_not_printed(nb)] == ["0.246915"]
+
+
+def test_a_piece_of_a_longer_number_in_the_code_is_not_an_input():
+    # "0.12" appears inside 0.123457 in the code, but is not written there as a number of its own.
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 0.123457"),
+                                         nbformat.v4.new_markdown_cell("The result is 0.12.")])
+    assert [m.split(": ")[1] for m in _typed_but_not_printed(nb)] == ["0.12"]
+
+
+def test_published_values_count_only_in_a_notebook_that_loads_their_file():
+    # 0.326 is source 000's published weight on river (data/river_bank.json), printed by no cell here.
+    quote = nbformat.v4.new_markdown_cell("The source's weight on river is 0.326.")
+    loads = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('ex = load_example("river_bank")'), quote])
+    other = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('ex = load_example("bank_river")'), quote])
+    none = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), quote])
+    assert _typed_but_not_printed(loads) == []
+    assert [m.split(": ")[1] for m in _typed_but_not_printed(other)] == ["0.326"]
+    assert [m.split(": ")[1] for m in _typed_but_not_printed(none)] == ["0.326"]
