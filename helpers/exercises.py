@@ -379,8 +379,8 @@ class _NumericExercise(_Exercise):
             return None
         _, i, sub = min(found, key=lambda f: f[:2])
         if pair:
-            opening = (f"Your answer is the pair (output, weights) that scaled_dot_product_attention (and "
-                       f"multi_head_attention) returns, not one array. Unpack it first: output, weights = "
+            opening = (f"Your answer is the pair (output, weights) that scaled_dot_product_attention returns, "
+                       f"not one array. Unpack it first: output, weights = "
                        f"scaled_dot_product_attention(Q, K, V, ...), then answer = {names[i]}.")
         else:
             opening = (f"Your answer is a {kind} of {len(items)} things, not one array. Give the one that "
@@ -507,7 +507,8 @@ class _NumericExercise(_Exercise):
                 return Feedback(False, "granularity",
                                 f"{start} The right one is the {what} [{index}] of yours{label}: "
                                 f"answer = {base}[{index}].")
-            return Feedback(False, key, f"{start} Its {what} [{index}]{label} is what you meant, but: {message}")
+            return Feedback(False, key, f"{start} Its {what} [{index}]{label} stands where the answer would, "
+                                        f"and it is not right: {message}")
         return None
 
     def _place_words(self, idx, what):

@@ -30,7 +30,7 @@ ANNOTATE_MAX_TOKENS = 20
 #: table shows its top-left corner of that size and says so in its title.
 TABLE_MAX_TOKENS = 2 * ANNOTATE_MAX_TOKENS
 #: The largest figure a heatmap function makes, in inches (width, height).
-MAX_FIGURE_INCHES = (12.0, 10.0)
+MAX_FIGURE_INCHES = (12.0, 12.0)
 
 
 def _labels(labels, count, name):

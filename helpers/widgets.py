@@ -598,6 +598,7 @@ def heads_explorer(num_heads=8):
 from collections import OrderedDict
 
 from helpers import real_model as _real_model
+from helpers.plots import TABLE_MAX_TOKENS as _TABLE_MAX_TOKENS
 from helpers.plots import weights_row_html
 
 __all__ += ["RealModelState", "real_model_state", "real_model_run", "real_model_explorer",
@@ -606,8 +607,9 @@ __all__ += ["RealModelState", "real_model_state", "real_model_run", "real_model_
 #: The explorer's starting sentence: source 003's river sentence.
 REAL_SENTENCE = "The bank by the river was steep."
 #: The heatmap draws at most this many tokens (a window around the chosen
-#: token); the chosen token's whole row is always shown.
-REAL_MAX_DRAWN = 40
+#: token); the chosen token's whole row is always shown. It is the HTML
+#: table's size limit, plots.TABLE_MAX_TOKENS = 2 * plots.ANNOTATE_MAX_TOKENS.
+REAL_MAX_DRAWN = _TABLE_MAX_TOKENS
 #: Forward passes kept, most recent first: at most this many sentences, and
 #: at most this many token pairs (n * n) in all; the latest is always kept.
 #: A 512-token sentence's weights take 6 * 12 * 512 * 512 * 8 bytes = 151 MB.

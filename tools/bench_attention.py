@@ -13,8 +13,10 @@
    peak memory at most 2.2 n x n arrays.
 2. Every figure function of helpers.plots at 512 tokens (the model's limit):
    wall time and peak memory (tracemalloc), including drawing the figure to
-   a PNG at the course's resolution. Target: a few seconds and a few hundred
-   MB at most.
+   a PNG at the course's resolution, each in a fresh child process (its peak
+   resident memory counts matplotlib's drawing buffers too), and as a multiple
+   of the time of an empty figure drawn the same way, which says more than
+   seconds on a loaded machine. Target: at most FIGURE_SECONDS and FIGURE_MB.
 """
 
 from __future__ import annotations
@@ -160,6 +162,13 @@ def bench_figures(n=FIGURE_TOKENS):
     print(f"\nfigures at {n} tokens, each in a fresh child process, drawn to a PNG at 100 dpi as in a notebook; "
           f"target under {FIGURE_SECONDS:.0f} s and {FIGURE_MB:.0f} MB each (memory above the "
           f"{base / 1e6:.0f} MB of a child that draws nothing)")
+    def empty():
+        fig, _ = plt.subplots(figsize=(4.6, 3.2))
+        fig.savefig(io.BytesIO(), format="png", dpi=100)
+        return "an empty figure"
+
+    yardstick = in_child(empty)[0]
+    print(f"  {'(yardstick: an empty figure)':28} {yardstick:6.2f} s")
     for name, draw in figure_cases(n):
         def run():
             made = draw()
@@ -172,7 +181,7 @@ def bench_figures(n=FIGURE_TOKENS):
         seconds, peak, what = in_child(run)
         mb = (peak - base) / 1e6
         ok &= seconds <= FIGURE_SECONDS and mb <= FIGURE_MB and not what.startswith("FAILED")
-        print(f"  {name:28} {seconds:6.2f} s  {mb:6.0f} MB  ({what})")
+        print(f"  {name:28} {seconds:6.2f} s  = {seconds / yardstick:5.1f} empty figures  {mb:6.0f} MB  ({what})")
     return ok
 
 
