@@ -85,7 +85,8 @@ class Explorer(widgets.VBox):
         self._height = height
         self.picture = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
         self.picture.add_class("explorer-picture")
-        self.kernel_line = widgets.HTML(f"<div class='explorer-kernel-line'>{html.escape(NO_KERNEL_LINE)}</div>")
+        self.kernel_line = widgets.HTML(f"<style>{EXPLORER_CSS}</style>"
+                                        f"<div class='explorer-kernel-line'>{html.escape(NO_KERNEL_LINE)}</div>")
         rows = [widgets.HBox(row, layout=widgets.Layout(flex_flow="row wrap", align_items="center", max_width="100%"))
                 for row in layout_rows]
         super().__init__(rows + [self.picture, self.kernel_line], layout=widgets.Layout(max_width="100%"))
@@ -125,7 +126,7 @@ class Explorer(widgets.VBox):
 
     def static_html(self):
         """The static form: the current picture and :data:`KERNEL_LINE`, as one piece of HTML."""
-        return (f"<div class='course-explorer-static'>{self.picture.value}"
+        return (f"<div class='course-explorer-static'><style>{EXPLORER_CSS}</style>{self.picture.value}"
                 f"<p class='explorer-kernel-line'>{html.escape(KERNEL_LINE)}</p></div>")
 
     def static_text(self):
@@ -141,8 +142,21 @@ class Explorer(widgets.VBox):
 
 
 #: The static form's line: what a page without a kernel shows under the explorer's saved picture.
-KERNEL_LINE = ("This is a saved picture of the explorer. Moving its controls needs a running kernel: "
-               "open the course with `make lab` and run the notebook's cells.")
+KERNEL_LINE = ("This is a saved picture of the explorer, without its controls. Moving them needs a running kernel "
+               "and JupyterLab's widget support: open the course with `make lab` and run the notebook's cells.")
+#: How the explorers look beyond their inline styles: the kernel line, and a pressed toggle button that
+#: differs from a released one in more than a shade of grey (a blue fill with white bold text, 5.7:1,
+#: an inner outline and a tick). Text on the page uses JupyterLab's theme colours, so the dark theme works.
+PRESSED_BACKGROUND, PRESSED_TEXT = "#1565c0", "#ffffff"
+EXPLORER_CSS = (
+    ".explorer-kernel-line{font-family:sans-serif;font-size:12px;font-style:italic;margin:6px 0 2px 0;"
+    "color:var(--jp-content-font-color1,#222)}"
+    ".explorer-text{font-family:sans-serif;font-size:14px;margin:6px 0;color:var(--jp-content-font-color1,#222)}"
+    ".course-explorer .jupyter-button.mod-active{"
+    f"background:{PRESSED_BACKGROUND};color:{PRESSED_TEXT};font-weight:bold;"
+    "box-shadow:inset 0 0 0 2px var(--jp-content-font-color0,#000)}"
+    ".course-explorer .jupyter-button.mod-active::before{content:'\\2713\\00a0'}"
+)
 #: The live explorer's last line, for a widget renderer that shows saved controls without a kernel.
 NO_KERNEL_LINE = ("Controls change nothing? Then no kernel is running: open the course with `make lab` "
                   "and run the notebook's cells.")
