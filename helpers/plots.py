@@ -616,9 +616,9 @@ def heatmap_panels(panels, decimals=2, cell=0.36, suptitle=""):
     heights = [max(p[0].shape[0] for p in row) for row in checked]
     label_room = 0.09 * max(len(str(label)) for row in checked for p in row for label in p[1])
     fig = plt.figure(figsize=(1.6 + label_room * columns + cell * sum(widths),
-                              0.9 + 0.6 * len(rows) + cell * sum(heights) + (0.3 if suptitle else 0)),
+                              0.9 + 0.6 * len(checked) + cell * sum(heights) + (0.3 if suptitle else 0)),
                      layout="constrained")
-    grid = fig.add_gridspec(len(rows), columns, width_ratios=widths, height_ratios=heights)
+    grid = fig.add_gridspec(len(checked), columns, width_ratios=widths, height_ratios=heights)
     axes = []
     for r, row in enumerate(checked):
         for c, (w, query_labels, key_labels, title) in enumerate(row):

@@ -86,7 +86,7 @@ class Explorer(widgets.VBox):
         self.picture = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
         self.picture.add_class("explorer-picture")
         self.kernel_line = widgets.HTML(f"<style>{EXPLORER_CSS}</style>"
-                                        f"<div class='explorer-kernel-line'>{html.escape(NO_KERNEL_LINE)}</div>")
+                                        f"<div class='explorer-kernel-line'>{_code(NO_KERNEL_LINE)}</div>")
         rows = [widgets.HBox(row, layout=widgets.Layout(flex_flow="row wrap", align_items="center", max_width="100%"))
                 for row in layout_rows]
         super().__init__(rows + [self.picture, self.kernel_line], layout=widgets.Layout(max_width="100%"))
@@ -127,7 +127,7 @@ class Explorer(widgets.VBox):
     def static_html(self):
         """The static form: the current picture and :data:`KERNEL_LINE`, as one piece of HTML."""
         return (f"<div class='course-explorer-static'><style>{EXPLORER_CSS}</style>{self.picture.value}"
-                f"<p class='explorer-kernel-line'>{html.escape(KERNEL_LINE)}</p></div>")
+                f"<p class='explorer-kernel-line'>{_code(KERNEL_LINE)}</p></div>")
 
     def static_text(self):
         """The static form as plain text: :data:`KERNEL_LINE`, then the state's messages (or the error)."""
@@ -160,6 +160,12 @@ EXPLORER_CSS = (
 #: The live explorer's last line, for a widget renderer that shows saved controls without a kernel.
 NO_KERNEL_LINE = ("Controls change nothing? Then no kernel is running: open the course with `make lab` "
                   "and run the notebook's cells.")
+
+
+def _code(text):
+    """``text`` as HTML, with each `command` in backticks set as code."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
 
 
 def _note_html(title, text):
