@@ -149,7 +149,8 @@ def _text_colour(value):
     return "black" if contrast_ratio("black", background) >= contrast_ratio("white", background) else "white"
 
 
-def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=3, vmax=1.0):
+def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=3, vmax=1.0, masked=None,
+                    colour_bar=True):
     """Draw attention weights as a heatmap with each weight written in its cell.
 
     weights: array (n_q, n_k) with entries in [0, 1]; rows are queries.
@@ -160,13 +161,23 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
     vmax: the weight drawn in the brightest colour. 1.0 (the default) puts
         every heatmap on the same scale; None stretches the colours up to the
         largest weight, which shows small differences better.
+    masked: optional boolean array (n_q, n_k), True where a key is masked
+        for that query: such cells are hatched grey, not coloured as a weight
+        of 0, with a legend "masked (weight exactly 0)" under the axes.
+    colour_bar: False leaves the colour bar out (e.g. for all but one of
+        several heatmaps on the same scale side by side).
 
     Returns the matplotlib Figure. Raises ValueError for weights that are not
-    a non-empty matrix of numbers in [0, 1] or labels that do not fit.
+    a non-empty matrix of numbers in [0, 1], labels that do not fit, or a
+    mask of another shape.
     """
     w, query_labels, key_labels = _labelled_weights(weights, query_labels, key_labels)
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
         raise ValueError(f"decimals must be a whole number from 0 to 6; got {decimals!r}")
+    hide = np.zeros(w.shape, dtype=bool) if masked is None else np.asarray(masked)
+    if hide.shape != w.shape or hide.dtype != bool:
+        raise ValueError(f"masked must be a boolean array of the shape of weights {w.shape}; got "
+                         f"{hide.dtype} of shape {hide.shape}")
     top = float(w.max()) if vmax is None else float(vmax)
     if ax is None:
         fig, ax = plt.subplots(figsize=(1.0 + 0.9 * w.shape[1], 0.8 + 0.6 * w.shape[0]), layout="constrained")
@@ -175,19 +186,29 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
     top = top if top > 0 else 1.0
     image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=top, aspect="auto")
     numbers = max(w.shape) <= ANNOTATE_MAX_TOKENS
+    for i, j in zip(*np.nonzero(hide)):
+        ax.add_patch(_mpl.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=MASKED_STRIPES[0],
+                                            edgecolor=MASKED_TEXT, hatch="///", linewidth=0))
     for i in range(w.shape[0] if numbers else 0):
         for j in range(w.shape[1]):
-            ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
-                    color=_text_colour(w[i, j] / top), fontsize=9)
+            ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center", fontsize=9,
+                    color=MASKED_TEXT if hide[i, j] else _text_colour(w[i, j] / top),
+                    bbox=dict(facecolor=MASKED_STRIPES[0], edgecolor="none", pad=1) if hide[i, j] else None)
     ax.set_xticks(range(w.shape[1]), labels=list(key_labels))
     ax.set_yticks(range(w.shape[0]), labels=list(query_labels))
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
     ax.set_title(title)
-    fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
+    if colour_bar:
+        fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
+    if hide.any():
+        ax.legend(handles=[_mpl.patches.Patch(facecolor=MASKED_STRIPES[0], edgecolor=MASKED_TEXT, hatch="///",
+                                              label="masked (weight exactly 0)")],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=8, frameon=False)
     describe(fig, f"Heatmap '{title}': attention weights, {w.shape[0]} queries ({', '.join(query_labels)}) on the rows, "
                   f"{w.shape[1]} keys on the columns, brighter for a larger weight"
                   + ("" if numbers else " (no numbers in the cells: too many tokens)")
+                  + (f", {int(hide.sum())} masked cells hatched grey" if hide.any() else "")
                   + f"; largest {_top(w, query_labels, key_labels)}, smallest {float(w.min()):.2f}.")
     return fig
 
@@ -500,6 +521,22 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=None,
     return fig
 
 
+#: One meaning per colour across the course: a line of scaled scores is always blue with circles and a
+#: line of unscaled scores always orange with squares (the marker tells them apart without the hue).
+SCALED_STYLE, UNSCALED_STYLE = ("tab:blue", "o"), ("tab:orange", "s")
+_OTHER_STYLES = [("tab:green", "^"), ("tab:purple", "v"), ("tab:brown", "D"), ("tab:gray", "P")]
+
+
+def _series_style(label, k):
+    """(colour, marker) of a line: by its label when it names scaled or unscaled scores, else by its order."""
+    words = str(label).lower()
+    if "unscaled" in words:
+        return UNSCALED_STYLE
+    if "scaled" in words:
+        return SCALED_STYLE
+    return _OTHER_STYLES[k % len(_OTHER_STYLES)]
+
+
 def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=False, reference=None):
     """Plot one or more curves against the same x, with an optional reference line.
 
@@ -523,7 +560,8 @@ def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=Fa
         if k == len(series):
             ax.plot(x, y, "--", color="0.45", lw=1.2, label=label)
         else:
-            ax.plot(x, y, marker="o", ms=4, label=label)
+            colour, marker = _series_style(label, k)
+            ax.plot(x, y, marker=marker, ms=5, color=colour, label=label)
     if logx:
         ax.set_xscale("log", base=2)
     if logy:

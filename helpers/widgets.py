@@ -146,16 +146,15 @@ KERNEL_LINE = ("This is a saved picture of the explorer, without its controls. M
                "and JupyterLab's widget support: open the course with `make lab` and run the notebook's cells.")
 #: How the explorers look beyond their inline styles: the kernel line, and a pressed toggle button that
 #: differs from a released one in more than a shade of grey (a blue fill with white bold text, 5.7:1,
-#: an inner outline and a tick). Text on the page uses JupyterLab's theme colours, so the dark theme works.
+#: an inner outline, the label underlined). Text on the page uses JupyterLab's theme colours, so the dark theme works.
 PRESSED_BACKGROUND, PRESSED_TEXT = "#1565c0", "#ffffff"
 EXPLORER_CSS = (
-    ".explorer-kernel-line{font-family:sans-serif;font-size:12px;font-style:italic;margin:6px 0 2px 0;"
+    ".explorer-kernel-line{font-family:sans-serif;font-size:12px;line-height:1.4;font-style:italic;margin:6px 0 2px 0;"
     "color:var(--jp-content-font-color1,#222)}"
-    ".explorer-text{font-family:sans-serif;font-size:14px;margin:6px 0;color:var(--jp-content-font-color1,#222)}"
+    ".explorer-text{font-family:sans-serif;font-size:14px;line-height:1.4;margin:6px 0;color:var(--jp-content-font-color1,#222)}"
     ".course-explorer .jupyter-button.mod-active{"
     f"background:{PRESSED_BACKGROUND};color:{PRESSED_TEXT};font-weight:bold;"
-    "box-shadow:inset 0 0 0 2px var(--jp-content-font-color0,#000)}"
-    ".course-explorer .jupyter-button.mod-active::before{content:'\\2713\\00a0'}"
+    "box-shadow:inset 0 0 0 2px var(--jp-content-font-color0,#000);text-decoration:underline}"
 )
 #: The live explorer's last line, for a widget renderer that shows saved controls without a kernel.
 NO_KERNEL_LINE = ("Controls change nothing? Then no kernel is running: open the course with `make lab` "
@@ -182,7 +181,7 @@ def _error_html(error):
 
 
 def _messages_html(messages):
-    return "".join(f"<p style='font-family:sans-serif;font-size:13px;margin:6px 0'>{html.escape(m)}</p>"
+    return "".join(f"<p style='font-family:sans-serif;font-size:13px;line-height:1.4;margin:6px 0'>{html.escape(m)}</p>"
                    for m in messages)
 
 
@@ -228,7 +227,7 @@ def setup_check(n=4):
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= 8:
         raise ValueError(f"n must be a whole number from 1 to 8 (the slider's range); got {n!r}")
     slider = widgets.IntSlider(value=int(n), min=1, max=8, description="tokens n",
-                               layout=widgets.Layout(width="320px"))
+                               layout=widgets.Layout(width="360px"))
 
     def compute(n):
         return CostState(n=n, dot_products=n * n, messages=())
@@ -1020,7 +1019,7 @@ def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
     box = widgets.Text(value=text, description="sentence", continuous_update=False,
                        placeholder="type a sentence and press Enter", layout=widgets.Layout(width="560px", max_width="100%"))
     layer_slider = widgets.IntSlider(value=start.layer, min=0, max=model.num_layers - 1, description="layer",
-                                     layout=widgets.Layout(width="300px"))
+                                     layout=widgets.Layout(width="360px"))
     head_slider = widgets.IntSlider(value=start.head, min=0, max=model.num_heads - 1, description="head",
                                     layout=widgets.Layout(width="360px"))
     dropdown = widgets.Dropdown(options=_token_options(start.tokens), value=start.token, description="token",

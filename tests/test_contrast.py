@@ -73,4 +73,4 @@ def test_matplotlib_heatmap_text_passes():
 def test_pressed_toggle_passes_and_differs_in_more_than_colour():
     assert P.contrast_ratio(W.PRESSED_TEXT, W.PRESSED_BACKGROUND) >= AA
     assert "font-weight:bold" in W.EXPLORER_CSS and "box-shadow:inset" in W.EXPLORER_CSS
-    assert "mod-active::before" in W.EXPLORER_CSS  # a tick before a pressed button's label
+    assert "text-decoration:underline" in W.EXPLORER_CSS  # and its label underlined

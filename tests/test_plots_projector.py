@@ -85,3 +85,32 @@ def test_caption_wraps_at_word_boundaries():
     text = "a " * 30 + "0.123456789 " * 3 + "end"
     lines = P._caption(text, width=40).splitlines()
     assert all(len(line) <= 40 for line in lines) and " ".join(lines) == "Figure: " + " ".join(text.split())
+
+
+def test_masked_cells_are_hatched_with_a_legend_not_drawn_as_zero_weights():
+    w = np.array([[1.0, 0.0], [0.4, 0.6]])
+    masked = np.array([[False, True], [False, False]])
+    fig = P.weights_heatmap(w, ["a", "b"], ["a", "b"], title="causal", masked=masked)
+    ax = fig.axes[0]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert len(hatched) == 1 and hatched[0].get_xy() == (0.5, -0.5)  # the cell of row a, key b
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["masked (weight exactly 0)"]
+    assert "1 masked cells hatched grey" in P.description(fig)
+    plain = P.weights_heatmap(w, ["a", "b"], ["a", "b"], title="plain")
+    assert not [p for p in plain.axes[0].patches if p.get_hatch()] and plain.axes[0].get_legend() is None
+    for bad in (np.ones((2, 3), dtype=bool), np.zeros((2, 2))):
+        with pytest.raises(ValueError, match="masked must be a boolean array of the shape of weights"):
+            P.weights_heatmap(w, ["a", "b"], ["a", "b"], title="t", masked=bad)
+    solo = P.weights_heatmap(w, ["a", "b"], ["a", "b"], title="t", colour_bar=False)
+    assert len(solo.axes) == 1  # no colour bar axes
+    plt.close("all")
+
+
+def test_scaled_and_unscaled_lines_keep_one_colour_and_marker_course_wide():
+    for order in (["q · k (unscaled)", "q · k / √d_k (scaled)"], ["scaled", "unscaled"]):
+        fig = P.lines_plot([1, 2], {label: [1, 2] for label in order}, "x", "y")
+        styles = {line.get_label(): (line.get_color(), line.get_marker()) for line in fig.axes[0].lines}
+        for label, style in styles.items():
+            assert style == (P.UNSCALED_STYLE if "unscaled" in label else P.SCALED_STYLE)
+        assert fig.axes[0].get_legend() is not None
+    plt.close("all")
