@@ -635,10 +635,11 @@ def heatmap_panels(panels, decimals=2, cell=0.36, suptitle=""):
         Rows are queries, columns are keys, each weight written in its cell,
         cividis on the fixed range 0 to 1 (as :func:`weights_heatmap`).
     decimals: of the weights written in the cells. cell: inches per cell
-        (the numbers are 25 points per inch of cell, at most 9 points).
-    A row of panels wider than ANNOTATE_MAX_TOKENS keys in all is split,
-    one panel per row, so the figure fits a projector's width; a panel over
-    ANNOTATE_MAX_TOKENS tokens carries no numbers in its cells.
+        (the numbers are 28 points per inch of cell, at most 9 points).
+    A panel carries no numbers in its cells when it, or the row of panels
+    it sits in, spans more than ANNOTATE_MAX_TOKENS keys (the description
+    says so): such a figure is shrunk to the page's width and its numbers
+    would be unreadable on a projector.
 
     Returns the matplotlib Figure. Raises ValueError as :func:`weights_heatmap`
     does for weights or labels that do not fit, or for an empty grid.
@@ -647,8 +648,10 @@ def heatmap_panels(panels, decimals=2, cell=0.36, suptitle=""):
     if not rows or not all(rows):
         raise ValueError("panels must be a non-empty list of non-empty rows of (weights, query_labels, key_labels, title)")
     checked = [[(*_labelled_weights(w, q, k), title) for w, q, k, title in row] for row in rows]
-    if any(sum(p[0].shape[1] for p in row) > ANNOTATE_MAX_TOKENS for row in checked if len(row) > 1):
-        checked = [[p] for row in checked for p in row]  # too wide for a projector: one panel per row, in order
+    # A panel gets numbers in its cells when it, and the row of panels it sits in, spans at most
+    # ANNOTATE_MAX_TOKENS keys: wider, the figure is shrunk to the page and its numbers become unreadable.
+    numbered = [[max(p[0].shape) <= ANNOTATE_MAX_TOKENS and sum(q[0].shape[1] for q in row) <= ANNOTATE_MAX_TOKENS
+                 for p in row] for row in checked]
     columns = max(len(row) for row in checked)
     widths = [max(row[c][0].shape[1] for row in checked if c < len(row)) for c in range(columns)]
     heights = [max(p[0].shape[0] for p in row) for row in checked]
@@ -660,10 +663,11 @@ def heatmap_panels(panels, decimals=2, cell=0.36, suptitle=""):
     axes = []
     for r, row in enumerate(checked):
         for c, (w, query_labels, key_labels, title) in enumerate(row):
+            numbers = numbered[r][c]
             ax = fig.add_subplot(grid[r, c])
             image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
-            for (i, j), value in np.ndenumerate(w if max(w.shape) <= ANNOTATE_MAX_TOKENS else np.zeros((0, 0))):
-                ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=min(9.0, 25 * cell),
+            for (i, j), value in np.ndenumerate(w if numbers else np.zeros((0, 0))):
+                ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=min(9.0, 28 * cell),
                         color=_text_colour(value))
             ax.set_xticks(range(w.shape[1]), labels=key_labels, rotation=90, fontsize=8)
             ax.set_yticks(range(w.shape[0]), labels=query_labels, fontsize=8)
@@ -677,8 +681,9 @@ def heatmap_panels(panels, decimals=2, cell=0.36, suptitle=""):
         fig.suptitle(suptitle, fontsize=11)
     describe(fig, (f"{suptitle}: " if suptitle else "") + f"{sum(len(r) for r in checked)} heatmaps of attention weights, "
              "queries on the rows and keys on the columns, brighter for a larger weight"
-             + ("" if all(max(p[0].shape) <= ANNOTATE_MAX_TOKENS for r in checked for p in r)
-                else f" (no numbers in the cells of those over {ANNOTATE_MAX_TOKENS} tokens)") + "; "
+             + ("" if all(all(r) for r in numbered) else
+                " (no numbers in the cells where a row of panels spans more than "
+                f"{ANNOTATE_MAX_TOKENS} keys: they would be too small to read)") + "; "
              + "; ".join(_strongest(w, q, k, f"'{t}'") for r in checked for w, q, k, t in r) + ".")
     return fig
 

@@ -24,6 +24,8 @@ EXPLORER_NOTEBOOKS = [
     if any(WIDGET_MIME in o.get("data", {}) for c in nbformat.read(p, 4).cells for o in c.get("outputs", []))
 ]
 PROJECTOR = {"viewport": {"width": 683, "height": 512}, "device_scale_factor": 1.5}
+LONG_TEXT = ("A teacher reads a long paragraph aloud to the class: the bank by the river was steep, "
+             "the bank raised its interest rate, and the students compare every head of every layer afterwards.")
 MIN_TRACK = 150  # CSS px: shorter, a slider's steps are too fine to hit on a projector
 
 CLOSE_FILE_BROWSER_JS = "() => { const s = window.jupyterapp.shell; if (!s.leftCollapsed) { s.collapseLeft(); } }"
@@ -103,6 +105,24 @@ def test_explorers_fit_a_projector(lab, browser, name):
             short = [t for t in m["tracks"] if t < MIN_TRACK]
             if short:
                 problems.append(f"explorer {v + 1}: slider tracks of {short} CSS px (want at least {MIN_TRACK})")
+        if name == "09_real_model.ipynb":  # a long text, as its "things to try" suggest: nothing overlaps
+            box = views.first.locator(".widget-text input[type=text]")
+            box.fill(LONG_TEXT)
+            box.press("Enter")
+            page.wait_for_function(f"() => document.body.innerText.includes({LONG_TEXT.split()[-1]!r})", timeout=30_000)
+            page.wait_for_timeout(1000)
+            _shoot(page, views.first, ARTIFACTS / f"projector-{Path(name).stem}-long-text.png")
+            m = views.first.evaluate(MEASURE_JS)
+            crowded = views.first.evaluate(
+                "(el) => [...el.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1).length")
+            if m["right"] > m["notebookRight"] + 1 or m["wide"]:
+                problems.append(f"with a long text the explorer runs past the notebook's edge: {m['wide']}")
+            if crowded:
+                problems.append(f"with a long text {crowded} table cells are too narrow for their numbers")
+        styles = page.evaluate("""() => [getComputedStyle(document.querySelector('.jp-MarkdownOutput')).maxWidth,
+                                         getComputedStyle(document.querySelector('.jp-OutputArea-output pre')).wordBreak]""")
+        if styles[0] == "none" or styles[1] != "normal":
+            problems.append(f"the course's custom.css is not applied (prose max-width, output wrapping: {styles})")
         over = page.evaluate("""() => [...document.querySelectorAll('.jp-OutputArea-output img')].filter(i => {
             const nb = i.closest('.jp-Notebook').getBoundingClientRect();
             return i.getBoundingClientRect().right > nb.right + 1; }).length""")
