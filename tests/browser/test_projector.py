@@ -109,7 +109,8 @@ def test_explorers_fit_a_projector(lab, browser, name):
             box = views.first.locator(".widget-text input[type=text]")
             box.fill(LONG_TEXT)
             box.press("Enter")
-            page.wait_for_function(f"() => document.body.innerText.includes({LONG_TEXT.split()[-1]!r})", timeout=30_000)
+            page.wait_for_function("(el) => el.querySelectorAll('.widget-dropdown select option').length > 30",
+                                   arg=views.first.element_handle(), timeout=30_000)  # the new sentence's tokens
             page.wait_for_timeout(1000)
             _shoot(page, views.first, ARTIFACTS / f"projector-{Path(name).stem}-long-text.png")
             m = views.first.evaluate(MEASURE_JS)
