@@ -151,6 +151,7 @@ PRESSED_BACKGROUND, PRESSED_TEXT = "#1565c0", "#ffffff"
 EXPLORER_CSS = (
     ".explorer-kernel-line{font-family:sans-serif;font-size:12px;line-height:1.4;font-style:italic;margin:6px 0 2px 0;"
     "color:var(--jp-content-font-color1,#222)}"
+    ".course-explorer .explorer-picture .widget-html-content{width:100%;max-width:100%;min-width:0}"
     ".explorer-text{font-family:sans-serif;font-size:14px;line-height:1.4;margin:6px 0;color:var(--jp-content-font-color1,#222)}"
     ".course-explorer .jupyter-button.mod-active{"
     f"background:{PRESSED_BACKGROUND};color:{PRESSED_TEXT};font-weight:bold;"

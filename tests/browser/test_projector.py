@@ -118,6 +118,11 @@ def test_explorers_fit_a_projector(lab, browser, name):
                 "(el) => [...el.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1).length")
             if m["right"] > m["notebookRight"] + 1 or m["wide"]:
                 problems.append(f"with a long text the explorer runs past the notebook's edge: {m['wide']}")
+            hidden = views.first.evaluate(
+                "(el) => [...el.querySelectorAll('.explorer-picture p')].filter(p => p.scrollWidth > p.clientWidth + 1"
+                " || p.getBoundingClientRect().right > el.getBoundingClientRect().right + 1).length")
+            if hidden:
+                problems.append(f"with a long text {hidden} message line(s) run past the explorer's edge")
             if crowded:
                 problems.append(f"with a long text {crowded} table cells are too narrow for their numbers")
         styles = page.evaluate("""() => [getComputedStyle(document.querySelector('.jp-MarkdownOutput')).maxWidth,
