@@ -4,11 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 READY  := $(VENV)/.ready
 
-.PHONY: lab test execute bench
+.PHONY: lab test execute bench html
 
 # Open the course in JupyterLab (configured by jupyter/: opens on 00_start_here, no news pop-up).
+# JUPYTER_CONFIG_DIR is where the server looks for custom/custom.css (the readable width).
 lab: $(READY)
-	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(PY) -m jupyter lab
+	JUPYTER_CONFIG_DIR=$(CURDIR)/jupyter JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(PY) -m jupyter lab
 
 # Run every test: unit, property, published numbers, every notebook under nbval,
 # and every notebook in JupyterLab in Chromium (skipped, saying how to install it, without Chromium).
@@ -18,6 +19,11 @@ test: $(READY)
 # Re-run every notebook in place in a fresh kernel, to regenerate its stored outputs.
 execute: $(READY)
 	env -u MPLBACKEND $(PY) tools/execute_notebooks.py notebooks/*.ipynb
+
+# Export every notebook, as stored, to static HTML pages in site/ with the course map as index.html;
+# they work offline (maths from the local MathJax of jupyter-server-mathjax, nothing from another host).
+html: $(READY)
+	$(PY) tools/export_html.py site
 
 # Benchmarks (not tests): one explorer update in a real kernel (median, 95th percentile),
 # the numpy forward pass of the real model all-MiniLM-L6-v2, attention and the figures at full size,

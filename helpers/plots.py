@@ -8,21 +8,121 @@ two heatmaps can be compared by colour.
 
 from __future__ import annotations
 
+import matplotlib as _mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers.attention import _refuse_masked_array
 
-__all__ = ["weights_heatmap", "plane_plot"]
+__all__ = ["weights_heatmap", "plane_plot", "contrast_ratio", "relative_luminance", "ANNOTATE_MAX_TOKENS",
+           "describe", "description"]
 
 CMAP = "cividis"
+_CIVIDIS_HEX = [_mpl.colors.to_hex(c) for c in _mpl.colormaps[CMAP].resampled(256)(np.linspace(0, 1, 256))]
+
+
+
+# --------------------------------------------------------------------------
+# Descriptions: every figure says in words what it shows. The course's figure
+# functions attach one (``describe``); when IPython displays a figure, the
+# description becomes the PNG's alt text (output metadata {"image/png": {"alt": ...}},
+# which the course's HTML export writes as the img's alt) and a caption line
+# printed just above the picture, in the notebook itself.
+# --------------------------------------------------------------------------
+
+def describe(fig, text):
+    """Attach a description of what ``fig`` shows (added to any it already has); returns ``fig``.
+
+    Raises ValueError unless text is a non-empty str.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text must be a non-empty str describing the figure; got {text!r}")
+    if not hasattr(fig, "axes"):
+        raise ValueError(f"fig must be a matplotlib Figure; got {type(fig).__name__}")
+    fig._course_descriptions = getattr(fig, "_course_descriptions", []) + [" ".join(text.split())]
+    return fig
+
+
+def description(fig):
+    """What ``fig`` shows, in words: the descriptions attached to it, else its titles and axis labels."""
+    said = getattr(fig, "_course_descriptions", [])
+    if said:
+        return " ".join(said)
+    parts = [ax.get_title() + (f" ({ax.get_xlabel()} against {ax.get_ylabel()})" if ax.get_xlabel() else "")
+             for ax in fig.axes if ax.get_title()]
+    return "A figure: " + "; ".join(parts) + "." if parts else "A figure without a title."
+
+
+def _caption(text, width=76):
+    import textwrap
+    return "\n".join(textwrap.wrap(f"Figure: {text}", width=width, break_long_words=False,
+                                    break_on_hyphens=False))
+
+
+def _install_description_formatter():
+    """Make IPython's PNG of a Figure carry its description as alt text, with a caption line above it.
+
+    The inline backend registers its own PNG formatter for Figure when it is
+    activated (at the first figure, or by ``%matplotlib``); this wraps the one
+    registered, and checks again before every cell, so a later activation is
+    wrapped too. Does nothing outside IPython.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the course
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    from matplotlib.figure import Figure
+
+    def wrap(*_):
+        formatter = shell.display_formatter.formatters["image/png"]
+        current = formatter.lookup_by_type(Figure) if Figure in formatter.type_printers else None
+        if current is None or getattr(current, "_course_wrapped", False):
+            return
+
+        def png_with_description(fig, _original=current):
+            data = _original(fig)
+            if data is None:
+                return None
+            text = description(fig)
+            from IPython.display import publish_display_data
+            publish_display_data({"text/plain": _caption(text)}, metadata={"course": "figure-caption"})
+            return data, {"alt": text}
+
+        png_with_description._course_wrapped = True
+        formatter.for_type(Figure, png_with_description)
+
+    try:  # activate the inline backend now, so its formatter exists to be wrapped
+        import matplotlib
+        if "inline" in matplotlib.get_backend():
+            plt.switch_backend(matplotlib.get_backend())
+    except Exception:  # pragma: no cover - any other backend: wrap whatever is registered
+        pass
+    wrap()
+    if not getattr(shell, "_course_description_hook", False):
+        shell.events.register("pre_run_cell", wrap)
+        shell._course_description_hook = True
+
+
+def _top(w, query_labels, key_labels):
+    """'0.62 from bank to river': the largest weight of a matrix and where it is."""
+    i, j = np.unravel_index(int(np.argmax(w)), w.shape)
+    return f"{w[i, j]:.2f} from {query_labels[i]} to {key_labels[j]}"
+
+
+def _strongest(w, query_labels, key_labels, name):
+    return f"{name}: largest weight {_top(w, query_labels, key_labels)}"
 
 #: The one size rule of the course's heatmaps. Up to this many tokens (rows or
 #: columns) a heatmap writes each weight in its cell and labels every token.
 #: Past it the numbers could not be read (nor drawn in seconds: a 512-token
 #: heatmap has 262,144 cells), so the heatmap is drawn without per-cell
 #: numbers, at a capped figure size, with at most this many tick labels per
-#: axis (every k-th token), and its title says so.
+#: axis (every k-th token), and its title says so. The same threshold keeps
+#: numbers readable on a projector (1024 x 768 at 150%); the HTML tables drop
+#: their numbers past it too and keep each weight in the cell's tooltip.
 ANNOTATE_MAX_TOKENS = 20
 #: An HTML heatmap (``weights_table_html``) keeps its numbers up to twice that
 #: many tokens, since its cells have a fixed size in pixels and the page
@@ -95,12 +195,29 @@ def _large_note(n_q, n_k, step_q, step_k):
     return f"\n({n_q} x {n_k}, over {ANNOTATE_MAX_TOKENS} tokens: weights not written in cells{labels})"
 
 
+def relative_luminance(colour):
+    """The relative luminance of a colour (any matplotlib colour spec), as WCAG 2.1 defines it (0 black, 1 white)."""
+    rgb = np.array(_mpl.colors.to_rgb(colour))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def contrast_ratio(foreground, background):
+    """The WCAG 2.1 contrast ratio of two colours, from 1 (same) to 21 (black on white).
+    Normal text needs at least 4.5 (level AA)."""
+    a, b = sorted((relative_luminance(foreground), relative_luminance(background)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
 def _text_colour(value):
-    """Dark text on the light (high) end of cividis, light text on the dark end."""
-    return "black" if value > 0.55 else "white"
+    """Black or white, whichever contrasts more with the cividis colour of ``value`` in [0, 1]
+    (every cividis colour gets at least 4.5:1 from one of them)."""
+    background = _cell_colour(value)
+    return "black" if contrast_ratio("black", background) >= contrast_ratio("white", background) else "white"
 
 
-def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=3, vmax=1.0):
+def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=3, vmax=1.0, masked=None,
+                    colour_bar=True):
     """Draw attention weights as a heatmap with each weight written in its cell.
 
     weights: array (n_q, n_k) with entries in [0, 1]; rows are queries.
@@ -111,6 +228,11 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
     vmax: the weight drawn in the brightest colour. 1.0 (the default) puts
         every heatmap on the same scale; None stretches the colours up to the
         largest weight, which shows small differences better.
+    masked: optional boolean array (n_q, n_k), True where a key is masked
+        for that query: such cells are hatched grey, not coloured as a weight
+        of 0, with a legend "masked (weight exactly 0)" under the axes.
+    colour_bar: False leaves the colour bar out (e.g. for all but one of
+        several heatmaps on the same scale side by side).
 
     Past ANNOTATE_MAX_TOKENS rows or columns the weights are not written in
     the cells, the figure is capped at MAX_FIGURE_INCHES, at most
@@ -118,11 +240,16 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
     and the title says so. A 512-token heatmap takes about a second.
 
     Returns the matplotlib Figure. Raises ValueError for weights that are not
-    a non-empty matrix of numbers in [0, 1] or labels that do not fit.
+    a non-empty matrix of numbers in [0, 1], labels that do not fit, or a
+    mask of another shape.
     """
     w, query_labels, key_labels = _labelled_weights(weights, query_labels, key_labels)
     if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 6:
         raise ValueError(f"decimals must be a whole number from 0 to 6; got {decimals!r}")
+    hide = np.zeros(w.shape, dtype=bool) if masked is None else np.asarray(masked)
+    if hide.shape != w.shape or hide.dtype != bool:
+        raise ValueError(f"masked must be a boolean array of the shape of weights {w.shape}; got "
+                         f"{hide.dtype} of shape {hide.shape}")
     top = float(w.max()) if vmax is None else float(vmax)
     large = _is_large(*w.shape)
     if ax is None:
@@ -131,17 +258,32 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
         fig = ax.figure
     top = top if top > 0 else 1.0
     image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=top, aspect="auto")
-    if not large:
-        for i in range(w.shape[0]):
-            for j in range(w.shape[1]):
-                ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center",
-                        color=_text_colour(w[i, j] / top), fontsize=9)
+    numbers = not large
+    for i, j in zip(*np.nonzero(hide)):
+        ax.add_patch(_mpl.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=MASKED_STRIPES[0],
+                                            edgecolor=MASKED_TEXT, hatch="///", linewidth=0))
+    for i in range(w.shape[0] if numbers else 0):
+        for j in range(w.shape[1]):
+            ax.text(j, i, f"{w[i, j]:.{decimals}f}", ha="center", va="center", fontsize=9,
+                    color=MASKED_TEXT if hide[i, j] else _text_colour(w[i, j] / top),
+                    bbox=dict(facecolor=MASKED_STRIPES[0], edgecolor="none", pad=1) if hide[i, j] else None)
     step_k = _ticks(ax, "x", list(key_labels), rotation=90 if large else 0)
     step_q = _ticks(ax, "y", list(query_labels))
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
     ax.set_title(title + (_large_note(*w.shape, step_q, step_k) if large else ""))
-    fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
+    if colour_bar:
+        fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
+    if hide.any():
+        ax.legend(handles=[_mpl.patches.Patch(facecolor=MASKED_STRIPES[0], edgecolor=MASKED_TEXT, hatch="///",
+                                              label="masked (weight exactly 0)")],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=8, frameon=False)
+    describe(fig, f"Heatmap '{title}': attention weights, {w.shape[0]} queries ({', '.join(query_labels[:ANNOTATE_MAX_TOKENS])}"
+                  f"{', ...' if w.shape[0] > ANNOTATE_MAX_TOKENS else ''}) on the rows, "
+                  f"{w.shape[1]} keys on the columns, brighter for a larger weight"
+                  + ("" if numbers else " (no numbers in the cells: too many tokens)")
+                  + (f", {int(hide.sum())} masked cells hatched grey" if hide.any() else "")
+                  + f"; largest {_top(w, query_labels, key_labels)}, smallest {float(w.min()):.2f}.")
     return fig
 
 
@@ -189,6 +331,10 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     ax.set_aspect("equal")
     ax.grid(alpha=0.3)
     ax.set_title(title)
+    describe(fig, (f"'{title}': " if title else "") + f"points on the plane of {axis_labels[0]} (across) and "
+             f"{axis_labels[1]} (up): " + ", ".join(f"{label} at ({x:.2f}, {y:.2f})" for (x, y), label in zip(P, labels))
+             + "".join(f"; an arrow from ({s[0]:.2f}, {s[1]:.2f}) to {label} at ({e[0]:.2f}, {e[1]:.2f})"
+                       for s, e, label in (moves or [])) + ".")
     return fig
 
 
@@ -258,6 +404,10 @@ def senses_plot(sentences, axis_labels=("x1", "x2"), title="", ax=None):
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title)
+    describe(fig, (f"'{title}': " if title else "") + f"words of {len(sentences)} sentences on the plane of "
+             f"{axis_labels[0]} (across) and {axis_labels[1]} (up), each sentence in its own colour and marker; "
+             + "; ".join(f"in '{s['name']}', {s['moved']} moves from ({s['start'][0]:.2f}, {s['start'][1]:.2f}) to "
+                         f"({s['end'][0]:.2f}, {s['end'][1]:.2f})" for s in sentences) + ".")
     return fig
 
 
@@ -276,12 +426,12 @@ __all__ += ["senses_plot"]
 
 import html as _html
 
-import matplotlib as _mpl
-
 __all__ += ["weights_table_html", "html_grid", "heads_heatmaps", "lines_plot"]
 
-_CIVIDIS_HEX = [_mpl.colors.to_hex(c) for c in _mpl.colormaps[CMAP].resampled(256)(np.linspace(0, 1, 256))]
-_MASKED_CELL = "background:repeating-linear-gradient(135deg,#e4e4e4 0 3px,#ffffff 3px 6px);color:#666"
+#: Masked cells: grey stripes (their text colour and stripe colours are checked for contrast in the tests).
+MASKED_TEXT, MASKED_STRIPES = "#505050", ("#e4e4e4", "#ffffff")
+_MASKED_CELL = (f"background:repeating-linear-gradient(135deg,{MASKED_STRIPES[0]} 0 3px,{MASKED_STRIPES[1]} 3px 6px);"
+                f"color:{MASKED_TEXT}")
 
 
 def _labelled_weights(weights, query_labels, key_labels):
@@ -347,53 +497,84 @@ def weights_table_html(weights, query_labels, key_labels, title="", masked=None,
             f"(queries 0 to {a - 1} and keys 0 to {b - 1} of {n_q} x {n_k}: past {TABLE_MAX_TOKENS} tokens the "
             f"table shows this corner; pass weights[i:j, k:l] and their labels for another window)")
     esc = _html.escape
-    cell = f"width:{cell_width}px;height:{round(font_size * 1.9)}px;text-align:center;padding:0;border:1px solid #fff"
-    head = "padding:0 5px;font-weight:normal;color:#444"
-    rows = [f"<tr><th style='{head};text-align:right;font-style:italic'>query \\ key</th>"
-            + "".join(f"<th style='{head}'>{esc(str(k))}</th>" for k in key_labels)
-            + "".join(f"<th style='{head};padding-left:10px'>{esc(h)}</th>" for h in notes) + "</tr>"]
+    numbers = max(w.shape) <= ANNOTATE_MAX_TOKENS
+    cell = (f"min-width:{cell_width}px;width:{cell_width}px;height:{round(font_size * 1.9)}px;text-align:center;"
+            "padding:0;white-space:nowrap;border:1px solid var(--jp-layout-color0, #fff)")
+    head = f"padding:0 5px;font-weight:normal;color:{_PAGE_TEXT};white-space:nowrap"
+    rows = [f"<tr><th scope='col' style='{head};text-align:right;font-style:italic'>query \\ key</th>"
+            + "".join(f"<th scope='col' style='{head}'>{esc(str(k))}</th>" for k in key_labels)
+            + "".join(f"<th scope='col' style='{head};padding-left:10px'>{esc(h)}</th>" for h in notes) + "</tr>"]
     for i, q in enumerate(query_labels):
         tds = []
         for j in range(w.shape[1]):
-            text = f"{w[i, j]:.{decimals}f}"
+            value = f"{w[i, j]:.{decimals}f}"
+            text = value if numbers else ""
             if hide[i, j]:
                 tds.append(f"<td style='{cell};{_MASKED_CELL}' title='masked'>{text}</td>")
             else:
-                tds.append(f"<td style='{cell};background:{_cell_colour(w[i, j])};color:{_text_colour(w[i, j])}'>{text}</td>")
-        extra = "".join(f"<td style='padding:0 5px 0 10px;text-align:right'>{_note_text(v[i], decimals)}</td>"
+                tds.append(f"<td style='{cell};background:{_cell_colour(w[i, j])};color:{_text_colour(w[i, j])}'"
+                           f" title='{esc(str(q))} to {esc(str(key_labels[j]))}: {value}'>{text}</td>")
+        extra = "".join(f"<td style='padding:0 5px 0 10px;text-align:right;white-space:nowrap'>{_note_text(v[i], decimals)}</td>"
                         for v in notes.values())
-        rows.append(f"<tr><th style='{head};text-align:right'>{esc(str(q))}</th>{''.join(tds)}{extra}</tr>")
-    parts = [f"<div style='font-family:sans-serif;font-size:{font_size}px;line-height:1.2'>"]
-    if title:
-        parts.append(f"<div style='font-weight:bold;margin:2px 0 4px 0'>{esc(title)}</div>")
-    parts.append(f"<table style='border-collapse:collapse;font-variant-numeric:tabular-nums'>{''.join(rows)}</table>")
+        rows.append(f"<tr><th scope='row' style='{head};text-align:right'>{esc(str(q))}</th>{''.join(tds)}{extra}</tr>")
+    parts = [f"<div class='course-heatmap' style='font-family:sans-serif;font-size:{font_size}px;line-height:1.2;"
+             f"color:{_PAGE_TEXT};max-width:100%;overflow-x:auto'>"]
+    caption = title or "Attention weights: queries on the rows, keys on the columns"
+    caption_style = "font-weight:bold;margin:2px 0 4px 0;text-align:left" if title else _VISUALLY_HIDDEN
+    parts.append(f"<table style='border-collapse:collapse;font-variant-numeric:tabular-nums'>"
+                 f"<caption style='{caption_style}'>{esc(caption)}</caption>{''.join(rows)}</table>")
+    if not numbers:
+        parts.append(f"<div style='margin-top:4px'>More than {ANNOTATE_MAX_TOKENS} tokens: the weights are not "
+                     "written in the cells (too small to read); point at a cell to see its weight.</div>")
     if colour_bar:
         stops = ",".join(_CIVIDIS_HEX[::32] + [_CIVIDIS_HEX[-1]])
         key = "" if masked is None else (f"<span style='display:inline-block;width:14px;height:10px;margin-left:14px;"
                                          f"{_MASKED_CELL}'></span> {esc(masked_label)}")
-        parts.append(f"<div style='margin-top:4px;color:#444'>0 <span style='display:inline-block;width:120px;height:10px;"
+        parts.append(f"<div style='margin-top:4px'>0 <span style='display:inline-block;width:120px;height:10px;"
                      f"background:linear-gradient(to right,{stops})'></span> 1 attention weight{key}</div>")
     parts.append("</div>")
     return "".join(parts)
 
 
-def html_grid(pieces, columns, gap=14):
-    """Lay HTML pieces (e.g. one heatmap per head) out in a grid, ``columns`` to a row."""
+#: Text on the page (not on a coloured cell): JupyterLab's theme colour, so it stays readable in the dark theme.
+_PAGE_TEXT = "var(--jp-content-font-color1, #222)"
+_MARK = "var(--jp-content-font-color0, #000)"
+_VISUALLY_HIDDEN = "position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap"
+
+
+def html_grid(pieces, columns=None, gap=14):
+    """Lay HTML pieces (e.g. one heatmap per head) out side by side.
+
+    columns: None (the default) wraps the pieces onto as many rows as the
+    width available needs, so a narrow page (a projector at 150% zoom)
+    gets fewer pieces per row instead of a grid running off its edge; a
+    positive whole number puts exactly that many in each row.
+    """
+    if columns is None:
+        cells = "".join(f"<div style='max-width:100%'>{p}</div>" for p in pieces)
+        return f"<div style='display:flex;flex-wrap:wrap;align-items:flex-start;gap:{gap}px'>{cells}</div>"
     if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
-        raise ValueError(f"columns must be a positive whole number; got {columns!r}")
+        raise ValueError(f"columns must be None or a positive whole number; got {columns!r}")
     cells = "".join(f"<div>{p}</div>" for p in pieces)
     return f"<div style='display:grid;grid-template-columns:repeat({columns},max-content);gap:{gap}px'>{cells}</div>"
 
 
-def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=4, decimals=2, suptitle=""):
+#: Widest a figure of many heatmaps is drawn, in inches: about the width of a notebook on a projector
+#: (1024 x 768 at 150% zoom), so it is shown at nearly its own size and its numbers stay readable.
+FIGURE_MAX_WIDTH = 6.4
+
+
+def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=None, decimals=2, suptitle=""):
     """One small heatmap per head, side by side, sharing one colour bar.
 
     weights: array (num_heads, n_q, n_k), e.g. the weights of
         ``multi_head_attention``; queries on rows, keys on columns.
     titles: optional num_heads titles (default 'head 1', 'head 2', ...).
-    columns: heatmaps per row of the figure.
-    Past ANNOTATE_MAX_TOKENS tokens: no numbers in the cells, a capped figure,
-    thinned tick labels, and the suptitle says so (as :func:`weights_heatmap`).
+    columns: heatmaps per row of the figure; None (the default) puts as
+        many as fit in FIGURE_MAX_WIDTH inches with cells large enough for
+        9-point numbers. Past ANNOTATE_MAX_TOKENS tokens: no numbers in the
+        cells, a capped figure, thinned tick labels, and the suptitle says so
+        (as :func:`weights_heatmap`).
 
     Returns the matplotlib Figure.
     """
@@ -404,30 +585,55 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=4, de
     titles = list(titles) if titles is not None else [f"head {i + 1}" for i in range(h)]
     if len(titles) != h:
         raise ValueError(f"need one title per head ({h}); got {len(titles)}")
+    cell = 0.55
+    if columns is None:
+        columns = max(1, int((FIGURE_MAX_WIDTH - 1.4) // (cell * n_k + 0.2)))
+    elif isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"columns must be None or a positive whole number; got {columns!r}")
     cols = min(columns, h)
     rows = -(-h // cols)
     large = _is_large(n_q, n_k)
-    panel = (3.2, 3.2) if large else (0.5 * n_k, 0.6 * n_q)  # inches per heatmap; past the threshold a fixed size
+    panel = (3.2, 3.2) if large else (cell * n_k + 0.2, cell * n_q + 0.5)  # inches per heatmap
     fig, axes = plt.subplots(rows, cols, figsize=_capped(1.4 + panel[0] * cols, 1.0 + panel[1] * rows),
                              layout="constrained", squeeze=False)
+    numbers = max(n_q, n_k) <= ANNOTATE_MAX_TOKENS
     for k, ax in enumerate(axes.flat):
         if k >= h:
             ax.axis("off")
             continue
         image = ax.imshow(w[k], cmap=CMAP, vmin=0.0, vmax=1.0)
-        if not large:
-            for (i, j), value in np.ndenumerate(w[k]):
-                ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=7, color=_text_colour(value))
-        step_k = _ticks(ax, "x", list(key_labels) if k + cols >= h else [], n_k, rotation=90, fontsize=8)
-        step_q = _ticks(ax, "y", list(query_labels) if k % cols == 0 else [], n_q, fontsize=8)
-        ax.set_title(titles[k], fontsize=9)
+        for (i, j), value in np.ndenumerate(w[k] if numbers else np.zeros((0, 0))):
+            ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=9, color=_text_colour(value))
+        step_k = _ticks(ax, "x", list(key_labels) if k + cols >= h else [], n_k, rotation=90, fontsize=9)
+        step_q = _ticks(ax, "y", list(query_labels) if k % cols == 0 else [], n_q, fontsize=9)
+        ax.set_title(titles[k], fontsize=10)
     fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
-    fig.supxlabel("key (attended to)", fontsize=9)
-    fig.supylabel("query (attending)", fontsize=9)
+    fig.supxlabel("key (attended to)", fontsize=10)
+    fig.supylabel("query (attending)", fontsize=10)
     if suptitle or large:
         note = _large_note(n_q, n_k, step_q, step_k) if large else ""
         fig.suptitle(suptitle + note if suptitle else note.lstrip("\n"))
+    describe(fig, (f"{suptitle}: " if suptitle else "") + f"{h} heatmaps of attention weights, one per head ("
+             + ", ".join(titles) + f"), each with {n_q} queries on the rows and {n_k} keys on the columns"
+             + ("" if numbers else " (no numbers in the cells: too many tokens)") + "; "
+             + "; ".join(_strongest(w[k], query_labels, key_labels, titles[k]) for k in range(h)) + ".")
     return fig
+
+
+#: One meaning per colour across the course: a line of scaled scores is always blue with circles and a
+#: line of unscaled scores always orange with squares (the marker tells them apart without the hue).
+SCALED_STYLE, UNSCALED_STYLE = ("tab:blue", "o"), ("tab:orange", "s")
+_OTHER_STYLES = [("tab:green", "^"), ("tab:purple", "v"), ("tab:brown", "D"), ("tab:gray", "P")]
+
+
+def _series_style(label, k):
+    """(colour, marker) of a line: by its label when it names scaled or unscaled scores, else by its order."""
+    words = str(label).lower()
+    if "unscaled" in words:
+        return UNSCALED_STYLE
+    if "scaled" in words:
+        return SCALED_STYLE
+    return _OTHER_STYLES[k % len(_OTHER_STYLES)]
 
 
 def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=False, reference=None):
@@ -453,7 +659,8 @@ def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=Fa
         if k == len(series):
             ax.plot(x, y, "--", color="0.45", lw=1.2, label=label)
         else:
-            ax.plot(x, y, marker="o", ms=4, label=label)
+            colour, marker = _series_style(label, k)
+            ax.plot(x, y, marker=marker, ms=5, color=colour, label=label)
     if logx:
         ax.set_xscale("log", base=2)
     if logy:
@@ -463,6 +670,10 @@ def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=Fa
     ax.grid(alpha=0.3)
     ax.set_title(title)
     ax.legend(fontsize=8)
+    ends = "; ".join(f"{label} goes from {float(np.asarray(y, dtype=float)[0]):.3g} to {float(np.asarray(y, dtype=float)[-1]):.3g}"
+                     for label, y in lines)
+    describe(fig, (f"'{title}': " if title else "") + f"{ylabel} against {xlabel} from {x[0]:.3g} to {x[-1]:.3g}"
+             + (" (logarithmic axes)" if logx or logy else "") + f"; {ends}.")
     return fig
 
 
@@ -508,20 +719,28 @@ def layer_head_grid(values, title, vmax, colour_label, ax=None, decimals=2, vmin
     ax.set_ylabel("layer")
     ax.set_title(title, fontsize=10)
     fig.colorbar(image, ax=ax, label=colour_label, shrink=0.9)
+    hi, lo = np.unravel_index(int(np.argmax(v)), v.shape), np.unravel_index(int(np.argmin(v)), v.shape)
+    describe(fig, f"Grid '{title}': {colour_label}, one number per head, layers 0 to {layers - 1} on the rows, heads "
+                  f"0 to {heads - 1} on the columns, brighter for a larger value; largest {v[hi]:.2f} (layer {hi[0]} "
+                  f"head {hi[1]}), smallest {v[lo]:.2f} (layer {lo[0]} head {lo[1]}).")
     return fig
 
 
-def heatmap_panels(panels, decimals=2, cell=0.34, suptitle=""):
+def heatmap_panels(panels, decimals=2, cell=0.36, suptitle=""):
     """Several attention heatmaps of possibly different sizes in a grid, sharing one colour bar.
 
     panels: a list of rows; each row a list of (weights, query_labels,
         key_labels, title), weights of shape (n_q, n_k) with entries in [0, 1].
         Rows are queries, columns are keys, each weight written in its cell,
         cividis on the fixed range 0 to 1 (as :func:`weights_heatmap`).
-    decimals: of the weights written in the cells. cell: inches per cell.
-    Past ANNOTATE_MAX_TOKENS tokens in any panel: no numbers in the cells, a
-    capped figure, thinned tick labels, and the suptitle says so (as
-    :func:`weights_heatmap`).
+    decimals: of the weights written in the cells. cell: inches per cell
+        (the numbers are 28 points per inch of cell, at most 9 points).
+    A panel carries no numbers in its cells when it, or the row of panels
+    it sits in, spans more than ANNOTATE_MAX_TOKENS keys (the description
+    says so): such a figure is shrunk to the page's width and its numbers
+    would be unreadable on a projector. Past ANNOTATE_MAX_TOKENS tokens in
+    any panel the figure is also capped, its tick labels thinned, and the
+    suptitle says so (as :func:`weights_heatmap`).
 
     Returns the matplotlib Figure. Raises ValueError as :func:`weights_heatmap`
     does for weights or labels that do not fit, or for an empty grid.
@@ -530,24 +749,28 @@ def heatmap_panels(panels, decimals=2, cell=0.34, suptitle=""):
     if not rows or not all(rows):
         raise ValueError("panels must be a non-empty list of non-empty rows of (weights, query_labels, key_labels, title)")
     checked = [[(*_labelled_weights(w, q, k), title) for w, q, k, title in row] for row in rows]
+    # A panel gets numbers in its cells when it, and the row of panels it sits in, spans at most
+    # ANNOTATE_MAX_TOKENS keys: wider, the figure is shrunk to the page and its numbers become unreadable.
+    numbered = [[max(p[0].shape) <= ANNOTATE_MAX_TOKENS and sum(q[0].shape[1] for q in row) <= ANNOTATE_MAX_TOKENS
+                 for p in row] for row in checked]
     columns = max(len(row) for row in checked)
     widths = [max(row[c][0].shape[1] for row in checked if c < len(row)) for c in range(columns)]
     heights = [max(p[0].shape[0] for p in row) for row in checked]
     large = _is_large(*widths, *heights)
     label_room = 0.09 * min(max(len(str(label)) for row in checked for p in row for label in p[1]), 30)
     fig = plt.figure(figsize=_capped(1.6 + label_room * columns + cell * sum(widths),
-                                     0.9 + 0.6 * len(rows) + cell * sum(heights) + (0.3 if suptitle else 0)),
+                                     0.9 + 0.6 * len(checked) + cell * sum(heights) + (0.3 if suptitle else 0)),
                      layout="constrained")
-    grid = fig.add_gridspec(len(rows), columns, width_ratios=widths, height_ratios=heights)
+    grid = fig.add_gridspec(len(checked), columns, width_ratios=widths, height_ratios=heights)
     axes, steps = [], set()
     for r, row in enumerate(checked):
         for c, (w, query_labels, key_labels, title) in enumerate(row):
+            numbers = numbered[r][c]
             ax = fig.add_subplot(grid[r, c])
             image = ax.imshow(w, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
-            if not large:
-                for (i, j), value in np.ndenumerate(w):
-                    ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=6.5,
-                            color=_text_colour(value))
+            for (i, j), value in np.ndenumerate(w if numbers and not large else np.zeros((0, 0))):
+                ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center", fontsize=min(9.0, 28 * cell),
+                        color=_text_colour(value))
             steps.add(_ticks(ax, "x", key_labels, rotation=90, fontsize=8))
             steps.add(_ticks(ax, "y", query_labels, fontsize=8))
             ax.set_title(title, fontsize=9)
@@ -562,6 +785,12 @@ def heatmap_panels(panels, decimals=2, cell=0.34, suptitle=""):
                      f"not written in cells" + (f"; at most 1 token in {step} labelled)" if step > 1 else ")"))
     if suptitle:
         fig.suptitle(suptitle.lstrip("\n"), fontsize=11)
+    describe(fig, (f"{suptitle.strip()}: " if suptitle else "") + f"{sum(len(r) for r in checked)} heatmaps of attention weights, "
+             "queries on the rows and keys on the columns, brighter for a larger weight"
+             + ("" if all(all(r) for r in numbered) and not large else
+                " (no numbers in the cells where a row of panels spans more than "
+                f"{ANNOTATE_MAX_TOKENS} keys: they would be too small to read)") + "; "
+             + "; ".join(_strongest(w, q, k, f"'{t}'") for r in checked for w, q, k, t in r) + ".")
     return fig
 
 
@@ -572,7 +801,9 @@ def weights_row_html(row, key_labels, title="", marked=None, decimals=3):
     key is a box with its label above its weight, the weight's box coloured
     cividis on the fixed range 0 to 1 (like :func:`weights_table_html`), so a
     row of any length (up to the model's 512 tokens) fits the page width.
-    marked: optional position of a key to outline (e.g. the query itself).
+    marked: optional position of a key to mark (e.g. the query itself): a
+        double outline in the page's text colour, set off from the box, and
+        its label in bold after a ▸, so it is seen without telling hues apart.
 
     Returns a string of HTML. Raises ValueError for a row that is not a
     non-empty vector of weights, or labels that do not fit.
@@ -584,12 +815,18 @@ def weights_row_html(row, key_labels, title="", marked=None, decimals=3):
     esc = _html.escape
     boxes = []
     for j, (value, label) in enumerate(zip(w[0], key_labels)):
-        outline = "outline:2px solid #b00020;" if j == marked else ""
+        outline = f"outline:3px double {_MARK};outline-offset:2px;" if j == marked else ""
+        label = ("▸\u00a0" + label) if j == marked else label
+        bold = "font-weight:bold;" if j == marked else ""
         boxes.append(
             f"<div style='display:inline-block;margin:0 2px 4px 0;text-align:center;vertical-align:top' title='key {j}: {esc(label)}'>"
-            f"<div style='font-size:11px;color:#444;max-width:70px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap'>{esc(label)}</div>"
+            f"<div style='font-size:11px;color:{_PAGE_TEXT};{bold}max-width:70px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap'>{esc(label)}</div>"
             f"<div style='{outline}min-width:40px;padding:2px 3px;font-size:11px;background:{_cell_colour(value)};"
             f"color:{_text_colour(value)}'>{value:.{decimals}f}</div></div>")
     head = f"<div style='font-weight:bold;margin:2px 0 4px 0'>{esc(title)}</div>" if title else ""
-    return (f"<div style='font-family:sans-serif;font-size:12px;line-height:1.2;font-variant-numeric:tabular-nums'>"
+    return (f"<div style='font-family:sans-serif;font-size:12px;line-height:1.2;font-variant-numeric:tabular-nums;"
+            f"color:{_PAGE_TEXT}'>"
             f"{head}<div>{''.join(boxes)}</div></div>")
+
+
+_install_description_formatter()

@@ -46,7 +46,7 @@ __all__ = [
     "DkState", "dk_state", "dk_explorer", "DK_CHOICES",
     "MaskState", "mask_state", "mask_explorer",
     "HeadsState", "heads_state", "heads_explorer", "random_model", "HEADS_CHOICES",
-    "Explorer",
+    "Explorer", "KERNEL_LINE", "NO_KERNEL_LINE", "setup_check",
 ]
 
 
@@ -55,21 +55,43 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 class Explorer(widgets.VBox):
-    """Controls above a picture of fixed height, redrawn whenever a control's value changes.
+    """Controls above a picture, redrawn whenever a control's value changes.
 
     compute: function of the controls' values (as keyword arguments) that
         returns a state record with a ``messages`` attribute.
     draw: function of that state returning the picture's HTML.
     controls: {name: widget}; each name is a keyword of ``compute``.
-    layout_rows: lists of control widgets, one list per row of controls.
-    height: CSS height of the picture, big enough for its largest setting.
+    layout_rows: lists of control widgets, one list per row of controls
+        (each row wraps onto a second line when the page is narrow).
+    height: the picture's minimum CSS height: a string, or a function of the
+        state returning one, so that the space kept free follows the current
+        layout (e.g. the number of heads) rather than the largest one. The
+        picture grows past it when its content needs more room.
+
+    Every explorer also carries a static form for pages without a kernel
+    (DESIGN.md, "Other contracts"): its output holds, besides the widget
+    view, ``text/html`` with the picture of the state it was shown in and
+    :data:`KERNEL_LINE`, and ``text/plain`` with that line and the state's
+    messages. nbconvert's HTML exporter and GitHub pick the HTML when they
+    cannot draw widgets (nbconvert draws the widget view while the notebook
+    holds saved widget state: ``tools/export_html.py`` removes the view); a
+    JupyterLab with a running kernel draws the live widget. Where a widget
+    renderer shows the saved widget without a kernel, the explorer's own
+    last line (:data:`NO_KERNEL_LINE`) tells the reader to start the kernel.
     """
 
     def __init__(self, compute, draw, controls, layout_rows, height):
         self.compute, self.draw, self.controls = compute, draw, dict(controls)
         self.state, self.error = None, None
-        self.picture = widgets.HTML(layout=widgets.Layout(height=height, overflow="auto"))
-        super().__init__([widgets.HBox(row) for row in layout_rows] + [self.picture])
+        self._height = height
+        self.picture = widgets.HTML(layout=widgets.Layout(overflow="auto", max_width="100%"))
+        self.picture.add_class("explorer-picture")
+        self.kernel_line = widgets.HTML(f"<style>{EXPLORER_CSS}</style>"
+                                        f"<div class='explorer-kernel-line'>{_code(NO_KERNEL_LINE)}</div>")
+        rows = [widgets.HBox(row, layout=widgets.Layout(flex_flow="row wrap", align_items="center", max_width="100%"))
+                for row in layout_rows]
+        super().__init__(rows + [self.picture, self.kernel_line], layout=widgets.Layout(max_width="100%"))
+        self.add_class("course-explorer")
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         self.update()
@@ -90,6 +112,7 @@ class Explorer(widgets.VBox):
             state = self.compute(**{name: c.value for name, c in self.controls.items()})
             drawn, messages = self.draw(state), _messages_html(state.messages)
             picture = messages + drawn if self.messages_first else drawn + messages
+            height = self._height(state) if callable(self._height) else self._height
         except self.note_errors as exc:
             self.state, self.error = None, str(exc)
             self.picture.value = _note_html(self.note_title, str(exc))
@@ -99,7 +122,51 @@ class Explorer(widgets.VBox):
             self.picture.value = _error_html(self.error)
             return
         self.state, self.error = state, None
+        self.picture.layout.min_height = height
         self.picture.value = picture
+
+    def static_html(self):
+        """The static form: the current picture and :data:`KERNEL_LINE`, as one piece of HTML."""
+        return (f"<div class='course-explorer-static'><style>{EXPLORER_CSS}</style>{self.picture.value}"
+                f"<p class='explorer-kernel-line'>{_code(KERNEL_LINE)}</p></div>")
+
+    def static_text(self):
+        """The static form as plain text: :data:`KERNEL_LINE`, then the state's messages (or the error)."""
+        said = self.state.messages if self.state is not None else (self.error or "",)
+        return "\n".join((KERNEL_LINE,) + tuple(said))
+
+    def _repr_mimebundle_(self, **kwargs):
+        data = super()._repr_mimebundle_(**kwargs)
+        data["text/html"] = self.static_html()
+        data["text/plain"] = self.static_text()
+        return data
+
+
+#: The static form's line: what a page without a kernel shows under the explorer's saved picture.
+KERNEL_LINE = ("This is a saved picture of the explorer, without its controls. Moving them needs a running kernel "
+               "and JupyterLab's widget support: open the course with `make lab` and run the notebook's cells.")
+#: How the explorers look beyond their inline styles: the kernel line, and a pressed toggle button that
+#: differs from a released one in more than a shade of grey (a blue fill with white bold text, 5.7:1,
+#: an inner outline, the label underlined). Text on the page uses JupyterLab's theme colours, so the dark theme works.
+PRESSED_BACKGROUND, PRESSED_TEXT = "#1565c0", "#ffffff"
+EXPLORER_CSS = (
+    ".explorer-kernel-line{font-family:sans-serif;font-size:12px;line-height:1.4;font-style:italic;margin:6px 0 2px 0;"
+    "color:var(--jp-content-font-color1,#222)}"
+    ".course-explorer .explorer-picture .widget-html-content{width:100%;max-width:100%;min-width:0}"
+    ".explorer-text{font-family:sans-serif;font-size:14px;line-height:1.4;margin:6px 0;color:var(--jp-content-font-color1,#222)}"
+    ".course-explorer .jupyter-button.mod-active{"
+    f"background:{PRESSED_BACKGROUND};color:{PRESSED_TEXT};font-weight:bold;"
+    "box-shadow:inset 0 0 0 2px var(--jp-content-font-color0,#000);text-decoration:underline}"
+)
+#: The live explorer's last line, for a widget renderer that shows saved controls without a kernel.
+NO_KERNEL_LINE = ("Controls change nothing? Then no kernel is running: open the course with `make lab` "
+                  "and run the notebook's cells.")
+
+
+def _code(text):
+    """``text`` as HTML, with each `command` in backticks set as code."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if k % 2 else p for k, p in enumerate(parts))
 
 
 def _note_html(title, text):
@@ -116,7 +183,7 @@ def _error_html(error):
 
 
 def _messages_html(messages):
-    return "".join(f"<p style='font-family:sans-serif;font-size:13px;margin:6px 0'>{html.escape(m)}</p>"
+    return "".join(f"<p style='font-family:sans-serif;font-size:13px;line-height:1.4;margin:6px 0'>{html.escape(m)}</p>"
                    for m in messages)
 
 
@@ -137,6 +204,41 @@ def _listed(items):
     """'a'; 'a' and 'b'; 'a', 'b' and 'c': names quoted and joined as in a sentence."""
     quoted = [repr(str(t)) for t in items]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+# --------------------------------------------------------------------------
+# The set-up check of notebook 00: the smallest explorer
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CostState:
+    """What the set-up check shows: n tokens and the n * n dot products that score them."""
+
+    n: int
+    dot_products: int
+    messages: tuple
+
+
+def setup_check(n=4):
+    """The set-up check of notebook 00: a slider for the number of tokens n and the cost n * n.
+
+    An :class:`Explorer` like every other, so it shows the same static form
+    and kernel line; moving the slider to n redraws "n tokens: n * n dot
+    products". Raises ValueError unless n is a whole number from 1 to 8.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= 8:
+        raise ValueError(f"n must be a whole number from 1 to 8 (the slider's range); got {n!r}")
+    slider = widgets.IntSlider(value=int(n), min=1, max=8, description="tokens n",
+                               layout=widgets.Layout(width="360px"))
+
+    def compute(n):
+        return CostState(n=n, dot_products=n * n, messages=())
+
+    def draw(state):
+        return (f"<p class='explorer-text'>{state.n} tokens: {state.dot_products} dot products "
+                "(every token scores every token)</p>")
+
+    return Explorer(compute, draw, {"n": slider}, [[slider]], height="2em")
 
 
 # --------------------------------------------------------------------------
@@ -262,7 +364,7 @@ def dk_explorer(d_k=64, scaled=True):
                                      layout=widgets.Layout(width="420px"))
     box = widgets.Checkbox(value=_flag(scaled, "scaled"), description="divide the scores by √d_k", indent=False)
     return Explorer(lambda d_k, scaled: dk_state(d_k, scaled), _draw_dk,
-                    {"d_k": slider, "scaled": box}, [[slider, box]], height="330px")
+                    {"d_k": slider, "scaled": box}, [[slider, box]], height="300px")
 
 
 # --------------------------------------------------------------------------
@@ -431,7 +533,7 @@ def mask_explorer(example="river_bank", causal=True):
     hidden = _HiddenKeys(buttons, tokens)
     return Explorer(lambda causal, hidden, where: mask_state(causal, hidden, where, example), _draw_mask,
                     {"causal": causal_box, "hidden": hidden, "where": where},
-                    [[causal_box, where], [widgets.Label("keys to hide:")] + buttons], height="300px")
+                    [[causal_box, where], [widgets.Label("keys to hide:")] + buttons], height="200px")
 
 
 class _Positions(traitlets.TraitType):
@@ -571,7 +673,13 @@ def _draw_heads(state):
     tables = [weights_table_html(w, state.tokens, state.tokens, decimals=2, cell_width=34, font_size=11,
                                  title=f"head {h + 1} · entropy {state.head_entropy[h]:.2f}", colour_bar=(h == 0))
               for h, w in enumerate(state.weights)]
-    return html_grid(tables, columns=min(state.num_heads, 4))
+    return html_grid(tables)
+
+
+def _heads_height(state):
+    """Room for one row of the heads' heatmaps and the message line; more rows, when the grid
+    wraps on a narrow page, make the picture grow past it."""
+    return f"{(len(state.tokens) + 1) * 21 + 90}px"
 
 
 def heads_explorer(num_heads=8):
@@ -588,7 +696,7 @@ def heads_explorer(num_heads=8):
                                     description="num_heads", style={"button_width": "42px"})
     return Explorer(lambda num_heads: heads_state(num_heads), _draw_heads, {"num_heads": buttons},
                     [[buttons, widgets.Label(f"d_model = {HEADS_D_MODEL}, d_k = d_model / num_heads")]],
-                    height="560px")
+                    height=_heads_height)
 
 
 # --------------------------------------------------------------------------
@@ -915,9 +1023,9 @@ def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
     start = real_model_state(text, layer, head, token)
     model = _real_model.load_minilm()
     box = widgets.Text(value=text, description="sentence", continuous_update=False,
-                       placeholder="type a sentence and press Enter", layout=widgets.Layout(width="560px"))
+                       placeholder="type a sentence and press Enter", layout=widgets.Layout(width="560px", max_width="100%"))
     layer_slider = widgets.IntSlider(value=start.layer, min=0, max=model.num_layers - 1, description="layer",
-                                     layout=widgets.Layout(width="300px"))
+                                     layout=widgets.Layout(width="360px"))
     head_slider = widgets.IntSlider(value=start.head, min=0, max=model.num_heads - 1, description="head",
                                     layout=widgets.Layout(width="360px"))
     dropdown = widgets.Dropdown(options=_token_options(start.tokens), value=start.token, description="token",
@@ -927,7 +1035,7 @@ def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
         {"text": box, "layer": layer_slider, "head": head_slider, "token": dropdown},
         [[box, widgets.Label("press Enter to run the model")], [layer_slider, head_slider, dropdown],
          [widgets.Label("layers and heads are counted from 0")]],
-        height="600px")
+        height="420px")
 
 
 # --------------------------------------------------------------------------

@@ -52,8 +52,13 @@ def test_table_bad_input(kwargs, pattern):
 def test_grid_lays_pieces_out_in_columns():
     out = html_grid(["<i>1</i>", "<i>2</i>", "<i>3</i>"], columns=2)
     assert "repeat(2," in out and out.count("<i>") == 3
-    with pytest.raises(ValueError, match="columns must be a positive whole number"):
+    with pytest.raises(ValueError, match="columns must be None or a positive whole number; got 0"):
         html_grid([], columns=0)
+
+
+def test_grid_wraps_to_the_width_by_default():
+    out = html_grid(["<i>1</i>", "<i>2</i>"])
+    assert "flex-wrap:wrap" in out and "repeat(" not in out and out.count("<i>") == 2
 
 
 def test_heads_heatmaps_draws_one_image_per_head():

@@ -221,7 +221,7 @@ def test_exactly_512_tokens_draw_a_window_and_the_whole_row(model):
     start, stop = s.shown
     assert stop - start == W.REAL_MAX_DRAWN and start <= s.token < stop
     table = ex.picture.value.split("<table", 1)[1]
-    assert table.count("<td style='width") == W.REAL_MAX_DRAWN ** 2
+    assert table.count("<td style='min-width") == W.REAL_MAX_DRAWN ** 2
     assert ex.picture.value.count("title='key ") == W.REAL_ROW_KEYS  # the row strip: its largest weights
     keys = np.sort(np.argsort(-s.row, kind="stable")[:W.REAL_ROW_KEYS])
     for j in keys:                                # each labelled with its position
@@ -304,7 +304,7 @@ def test_every_control_changes_the_picture():
         assert shows_a_picture(ex) and ex.picture.value != before, name
 
 
-def test_redraw_in_place_one_picture_of_fixed_height():
+def test_redraw_in_place_one_picture_sized_from_its_layout():
     ex = W.real_model_explorer()
     children, picture = ex.children, ex.picture
     for value in range(6):
@@ -313,7 +313,7 @@ def test_redraw_in_place_one_picture_of_fixed_height():
         ex.controls["head"].value = value
     ex.controls["text"].value = INTEREST
     assert ex.children == children and ex.picture is picture
-    assert ex.picture.layout.height.endswith("px") and ex.picture.layout.overflow == "auto"
+    assert ex.picture.layout.min_height.endswith("px") and ex.picture.layout.overflow == "auto"
     assert ex.picture.value.count("<table") == 1
 
 
@@ -377,7 +377,9 @@ def test_row_strip_colours_marks_and_escapes():
     for (colour, _, _), value in zip(boxes, [0.0, 1.0, 0.25]):
         got, want = matplotlib.colors.to_rgb(colour), matplotlib.colors.to_rgb(matplotlib.colors.to_hex(cividis(value)))
         assert max(abs(a - b) for a, b in zip(got, want)) < 0.02
-    assert out.count("outline:2px") == 1 and out.index("outline:2px") > out.index("&lt;b&gt;")
+    # The marked key: a double outline set off from its box and a bold label after ▸, not a hue alone.
+    assert out.count("outline:3px double") == 1 and out.index("outline:3px double") > out.index("&lt;b&gt;")
+    assert "font-weight:bold;" in out and ">▸\u00a0&lt;b&gt;</div>" in out and out.count(">▸") == 1
     with pytest.raises(ValueError, match=r"row must be one row of weights"):
         weights_row_html(np.zeros((2, 2)), ["a", "b"])
     with pytest.raises(ValueError, match=r"key_labels must give 2 labels"):

@@ -80,6 +80,7 @@ def lab(tmp_path_factory):
     log_path = ARTIFACTS / "jupyter-server.log"
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     env["JUPYTER_CONFIG_PATH"] = str(ROOT / "jupyter")
+    env["JUPYTER_CONFIG_DIR"] = str(ROOT / "jupyter")  # as `make lab`: where the server finds custom/custom.css
     log = open(log_path, "w", encoding="utf-8")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",

@@ -230,6 +230,10 @@ def test_notebook_in_jupyterlab(lab, page, name):
                                     f"an error instead of its picture: {broken.first.inner_text()[:300]!r}")
                     break
         problems += [p for p in what_the_learner_sees(page, name) if p not in problems]
+        for v in range(views.count()):  # each explorer at the learner's size (the projector's: test_projector.py)
+            views.nth(v).evaluate("(el) => el.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(200)
+            page.screenshot(path=str(ARTIFACTS / f"laptop-{Path(name).stem}-explorer{v + 1}.png"))
     except Exception as exc:
         problems = [f"the run did not finish: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"]
     finally:
