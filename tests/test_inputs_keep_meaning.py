@@ -32,6 +32,7 @@ from helpers.attention import (  # noqa: E402
     softmax,
     split_heads,
 )
+from helpers import exercises as exercises_module  # noqa: E402
 from helpers.exercises import (  # noqa: E402
     AttentionWeightsExercise,
     DkPredictionExercise,
@@ -156,6 +157,9 @@ def _exercises():
 
 
 EX = _exercises()
+# Checkers recognise the answer of any other exercise alive in the session; these test-only ones must
+# not stand in the way of the notebooks' exercises tested elsewhere (test_exercises.py).
+exercises_module._BUILT[:] = [ref for ref in exercises_module._BUILT if not any(ref() is ex for ex in EX.values())]
 
 
 @pytest.mark.parametrize("name", list(EX))
