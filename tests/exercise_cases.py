@@ -92,6 +92,7 @@ PHRASES = {
     "forgot_two": "the 2 comes down",
     "gradient_only": "That is the gradient dL/dw",
     "step_only": "That is the size of the step",
+    "granularity": "the exercise asks for",
     # notebooks 03-05, teaching pass (issue 12)
     "std_not_variance": "standard deviation",
     "after_scaling": "after dividing the score",
@@ -363,7 +364,7 @@ CASES = {
             ("multiplied", "answer = np.cos(10 * 10000 ** (2 / 16))"),
             ("angle_only", "answer = 10 / 10000 ** (2 / 16)"),
             ("different", "answer = 0.5"),
-            ("shape", "answer = [-0.9998, 0.02]"),
+            ("granularity", "answer = [-0.9998, 0.02]", "entry [0]"),
             ("not_numbers", "answer = '-0.9998'", "Remove the quotes"),
         ],
         "ex_hull": [
