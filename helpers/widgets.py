@@ -1224,10 +1224,11 @@ def tiling_explorer(block_size=2, causal=False, example="river_bank"):
     """
     first = tiling_state(block_size, 1, causal, example)
     n = len(first.tokens)
+    # 360 px, as the other explorers' sliders: the track keeps over 150 CSS px on a projector.
     size = widgets.IntSlider(value=first.block_size, min=1, max=n, description="block_size",
-                             style={"description_width": "initial"}, layout=widgets.Layout(width="300px"))
+                             style={"description_width": "initial"}, layout=widgets.Layout(width="360px"))
     step = widgets.IntSlider(value=1, min=1, max=first.n_steps, description="step",
-                             layout=widgets.Layout(width="300px"))
+                             layout=widgets.Layout(width="360px"))
     box = widgets.Checkbox(value=first.causal, description="causal mask", indent=False,
                            layout=widgets.Layout(width="130px"))
     return _TilingExplorer(lambda block_size, step, causal: tiling_state(block_size, step, causal, example),
