@@ -19,6 +19,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 sys.path.insert(0, str(ROOT / "tools"))
 import export_html  # noqa: E402
+from export_html import is_explorer_output  # noqa: E402
 
 
 EXPLORERS = [W.setup_check, W.dk_explorer, W.mask_explorer, W.heads_explorer]
@@ -68,7 +69,7 @@ def test_stored_explorers_have_a_static_form(path):
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if WIDGET_VIEW in data:
+            if is_explorer_output(data):
                 assert "saved picture of the explorer" in data.get("text/html", ""), (
                     f"{path.name}: a widget output with no static form (a page without a kernel shows nothing)")
                 assert "VBox(" not in data["text/plain"] and "Output(" not in data["text/plain"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import shutil
+import re
 import sys
 from pathlib import Path
 
@@ -38,6 +39,16 @@ CSS = ROOT / "jupyter" / "custom" / "custom.css"
 MATHJAX = Path(jupyter_server_mathjax.__file__).parent / "static"
 MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+#: tqdm's notebook progress bar (notebook 08) is a widget but not an explorer: its static form is tqdm's
+#: own text line ("  0%|          | 0/150 [00:00<?, ?it/s]"), which says nothing of a kernel.
+PROGRESS_BAR = re.compile(r"\d+%\|.*\| *\d+/\d+ \[")
+
+
+def is_explorer_output(data):
+    """Whether an output's MIME bundle is an explorer's widget view (not a progress bar)."""
+    return WIDGET_VIEW in data and not PROGRESS_BAR.search(data.get("text/plain", ""))
 
 
 def static_notebook(nb):

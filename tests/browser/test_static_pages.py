@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
 sys.path.insert(0, str(ROOT / "tools"))
 import export_html  # noqa: E402
+from export_html import is_explorer_output  # noqa: E402
 
 from helpers.course import ready_notebooks  # noqa: E402
 from helpers.widgets import KERNEL_LINE  # noqa: E402
@@ -96,8 +97,7 @@ def test_static_page_teaches_without_a_kernel(browser, site, name):
             problems.append(f"{stored} figures stored, {len(images)} on the page")
         explorers = page.locator(".course-explorer-static")
         nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", 4)
-        want = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for c in nb.cells
-                   for o in c.get("outputs", []))
+        want = sum(is_explorer_output(o.get("data", {})) for c in nb.cells for o in c.get("outputs", []))
         if explorers.count() != want:
             problems.append(f"{want} explorers stored, {explorers.count()} static forms on the page")
         for k in range(explorers.count()):
