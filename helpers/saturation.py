@@ -31,6 +31,13 @@ def _positive_int(value, name):
     return int(value)
 
 
+def _seed(value):
+    """A random generator's seed: a whole number >= 0, or ValueError naming seed."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"seed must be a non-negative whole number; got {value!r}")
+    return int(value)
+
+
 def random_queries_keys(d_k, n=6, seed=0):
     """``n`` queries and ``n`` keys of width ``d_k``, every entry drawn from N(0, 1).
 

@@ -34,6 +34,7 @@ import numbers
 import numpy as np
 
 from helpers.attention import softmax
+from helpers.saturation import _seed  # one check of a seed, shared with the explorers
 
 __all__ = [
     "PARAMETERS",
@@ -74,12 +75,6 @@ def _positive_real(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number; got {value!r}")
     return float(value)
-
-
-def _seed(value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"seed must be a non-negative whole number; got {value!r}")
-    return int(value)
 
 
 def _check_grads(params, grads):

@@ -40,7 +40,7 @@ from helpers.attention import (
 from helpers.examples import load_example
 from helpers.plots import html_grid, weights_table_html
 from helpers.saturation import _positive_int as _whole  # one check of "a positive whole number"
-from helpers.saturation import jacobian_size, random_queries_keys
+from helpers.saturation import _seed, jacobian_size, random_queries_keys
 
 __all__ = [
     "DkState", "dk_state", "dk_explorer", "DK_CHOICES",
@@ -192,12 +192,6 @@ def _flag(value, name):
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False; got {value!r}")
     return bool(value)
-
-
-def _seed(value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"seed must be a non-negative whole number; got {value!r}")
-    return int(value)
 
 
 def _listed(items):
