@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.attention import multi_head_attention
+from helpers.attention import _as_real_array, multi_head_attention
 
 __all__ = ["LAYOUTS", "collapse_residual", "layer_norm", "StackRun", "stack_residuals"]
 
@@ -39,17 +39,10 @@ LAYOUTS = ("attention", "attention + skip", "post-LN", "pre-LN")
 
 
 def _matrix(X, name):
-    try:
-        arr = np.asarray(X)
-    except Exception:
-        arr = None
-    if arr is None or arr.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be an array of real numbers of shape (..., n, d_model); got {type(X).__name__}")
-    arr = arr.astype(float)
+    """``X`` as a finite float array (..., n, d_model), or ValueError naming ``name``."""
+    arr = _as_real_array(X, name)
     if arr.ndim < 2 or 0 in arr.shape[-2:]:
         raise ValueError(f"{name} must have shape (..., n, d_model) with n >= 1 and d_model >= 1; got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must hold finite numbers; got NaN or inf (shape {arr.shape})")
     return arr
 
 

@@ -229,6 +229,9 @@ def setup_check(n=4):
         return CostState(n=n, dot_products=n * n, messages=())
 
     def draw(state):
+        if state.n == 1:
+            return ("<p class='explorer-text'>1 token: 1 dot product "
+                    "(the token scores itself)</p>")
         return (f"<p class='explorer-text'>{state.n} tokens: {state.dot_products} dot products "
                 "(every token scores every token)</p>")
 

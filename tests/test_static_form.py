@@ -58,6 +58,8 @@ def test_setup_check_counts_the_dot_products():
     assert ex.state.dot_products == 9 and "3 tokens: 9 dot products" in ex.picture.value
     ex.controls["n"].value = 7
     assert ex.state.dot_products == 49 and "7 tokens: 49 dot products" in ex.picture.value
+    ex.controls["n"].value = 1  # one token: singular, and it scores itself
+    assert ex.state.dot_products == 1 and "1 token: 1 dot product " in ex.picture.value
     for bad in (0, 9, 2.5, True, "4"):
         with pytest.raises(ValueError, match="n must be a whole number from 1 to 8"):
             W.setup_check(bad)

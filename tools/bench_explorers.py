@@ -2,7 +2,7 @@
 
 Usage: python tools/bench_explorers.py [--changes N]     (the Makefile's bench target)
 
-It starts an ipykernel, builds the four explorers in it, and then acts as
+It starts an ipykernel, builds the explorers of notebooks 03, 04, 05, 07 and 09 in it, and then acts as
 the browser would: for each change it sends the kernel the widget message a
 moved control sends (a comm "update" of the control's value or index) and
 waits for the message that carries the explorer's new picture back (a comm
@@ -36,8 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SETUP = r"""
 import json
 import ipywidgets
-from helpers.widgets import dk_explorer, mask_explorer, heads_explorer, real_model_explorer
-explorers = {"d_k": dk_explorer(), "mask": mask_explorer(), "heads": heads_explorer(), "real model": real_model_explorer()}
+from helpers.widgets import dk_explorer, mask_explorer, heads_explorer, real_model_explorer, tiling_explorer
+explorers = {"d_k": dk_explorer(), "mask": mask_explorer(), "heads": heads_explorer(), "tiling": tiling_explorer(),
+             "real model": real_model_explorer()}
 explorers["new sentence"] = explorers["real model"]
 ids = {}
 for name, ex in explorers.items():
