@@ -673,7 +673,8 @@ def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=Fa
     ends = "; ".join(f"{label} goes from {float(np.asarray(y, dtype=float)[0]):.3g} to {float(np.asarray(y, dtype=float)[-1]):.3g}"
                      for label, y in lines)
     describe(fig, (f"'{title}': " if title else "") + f"{ylabel} against {xlabel} from {x[0]:.3g} to {x[-1]:.3g}"
-             + (" (logarithmic axes)" if logx or logy else "") + f"; {ends}.")
+             + {(True, True): " (logarithmic axes)", (True, False): " (logarithmic x axis)",
+                (False, True): " (logarithmic y axis)", (False, False): ""}[(bool(logx), bool(logy))] + f"; {ends}.")
     return fig
 
 

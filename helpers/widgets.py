@@ -318,8 +318,8 @@ def dk_state(d_k=64, scaled=True, n=6, seed=0):
         f"d_k = {d_k}, scores {how}. The {n * n} scores in the table spread with standard deviation "
         f"{score_std:.2f}; they come from only {n} queries and {n} keys, a small sample: over many random "
         f"vectors the spread is {expected}. Largest weight {largest:.3f}; mean entropy "
-        f"{float(entropy.mean()):.3f} of at most log {n} = {np.log(n):.3f} nats; mean size of the softmax's "
-        f"gradient {gradient:.3f}."
+        f"{float(entropy.mean()):.3f} of at most log {n} = {np.log(n):.3f} nats; mean size of J, the softmax's "
+        f"Jacobian (one factor of the gradient), {gradient:.3f}."
     ]
     saturated = tuple(int(i) for i in np.flatnonzero(weights.max(axis=1) > SATURATED))
     if saturated:
@@ -327,7 +327,7 @@ def dk_state(d_k=64, scaled=True, n=6, seed=0):
         messages.append(
             f"{len(saturated)} of the {n} rows {'has' if one else 'have'} saturated "
             f"({', '.join(f'q{i + 1}' for i in saturated)}): one key takes over {SATURATED:.0%} of "
-            f"{'that row' if one else 'each of them'}, and the size of the softmax's gradient there "
+            f"{'that row' if one else 'each of them'}, and the size of J, the softmax's Jacobian, there "
             + ("is " if one else "is, row by row, ")
             + ", ".join(f"{row_gradient[i]:.3f}" for i in saturated)
             + f" (an even row of {n} gives {np.sqrt(n - 1) / n:.3f}), so training could hardly move "
