@@ -862,9 +862,10 @@ class AttentionWeightsExercise(_NumericExercise):
         x, wq, wk = names["X"], names["W_Q"], names["W_K"]
         make = "" if names["Q"] and names["K"] else f"Make the queries and keys first, from {x} with {wq} and {wk}. "
         self.hint_text = (
-            "The same steps as for one row, done for every row at once. " + make +
+            "Scores, scaling, softmax: the steps of scaled dot-product attention, done for every row at once. "
+            + make +
             "One matrix product gives every query's scores against every key: which of Q @ K.T and K @ Q.T puts "
-            "the queries on the rows? Scale the scores as before. "
+            "the queries on the rows? Divide the scores by sqrt(d_k), the square root of the keys' width. "
             + ("A masked key must end with weight exactly 0: what score has exp(score) = 0? " if mask is not None else "")
             + "Then a softmax along each row: which axis runs along a row, and what does keepdims=True change "
               "when you divide?")
@@ -877,8 +878,8 @@ class AttentionWeightsExercise(_NumericExercise):
         if mask is not None:
             lines.append((f"my_scores = np.where({names['mask']}, my_scores, -np.inf)", "True = may attend"))
         lines += [("my_e = np.exp(my_scores - my_scores.max(axis=-1, keepdims=True))", ""),
-                  ("weights = my_e / my_e.sum(axis=-1, keepdims=True)", "each row sums to 1"),
-                  ("answer = weights", "")]
+                  ("my_weights = my_e / my_e.sum(axis=-1, keepdims=True)", "each row sums to 1"),
+                  ("answer = my_weights", "")]
         self.solution_text = _code(lines) + "\n# gives\n" + _comment(_fmt(self.expected))
         self.correct_note = "Every row sums to 1" + (", and no word reads a masked one." if mask is not None else ".")
 
@@ -1167,6 +1168,9 @@ class DkPredictionExercise(ChoiceExercise):
                     "With the division by sqrt(d_k) the spread of the scores stays about the same as d_k grows, "
                     "so the softmax does not sharpen.")
         if letter == "b":
+            if answer == "c":  # the question with the division: the scores keep their spread
+                return ("With the division the scores keep the same spread as d_k grows, so nothing pushes them "
+                        "together; the weights would even out only if the scores bunched together.")
             return ("A dot product of d_k random terms spreads out as d_k grows (its spread is about sqrt(d_k)); "
                     "the weights would even out only if the scores bunched together.")
         return ("That is what the division by sqrt(d_k) buys: it keeps the spread of the scores the same."
@@ -1828,6 +1832,23 @@ class ScoreVarianceExercise(_NumericExercise):
         ])
         self.correct_note = (f"Var(q . k) = d_k = {_fmt(self.expected)} here, so a typical score is about "
                              f"sqrt of it, {_fmt(np.sqrt(self.expected))}, away from 0.")
+
+    #: How far (as a share of the prediction) a measured variance of a few thousand draws typically lands.
+    MEASURED_SHARE = 0.1
+
+    def _whole_feedback(self, answer):
+        """As every numeric exercise, and one more named mistake: a measured variance, not the exact prediction."""
+        feedback = super()._whole_feedback(answer)
+        if feedback.correct or feedback.mistake in self.mistakes or feedback.mistake == "rounded":
+            return feedback
+        arr, problem = _read(answer)
+        if (problem is None and arr.shape == () and np.isfinite(arr)
+                and abs(float(arr) - float(self.expected)) <= self.MEASURED_SHARE * float(self.expected)):
+            return Feedback(False, "measured",
+                            f"Close, but {_fmt(arr)} looks like a measurement: a variance measured from random "
+                            "draws, with its sampling noise. The prediction is exact: work it out from the variance "
+                            "of one term q_i k_i and how many terms the sum has.")
+        return feedback
 
 
 class MaskExercise(_Exercise):
