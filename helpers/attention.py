@@ -495,7 +495,8 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     Each head works on its own contiguous slice of d_k = d_model / num_heads
     projected features and scales its scores by 1/sqrt(d_k), the width of
     that head's keys, not 1/sqrt(d_model). With 8 heads of 64 on a width of
-    512 the heads together cost what one full-width head costs.
+    512 the heads together have the parameters and multiply-adds of one
+    full-width head, but num_heads * n * n attention weights instead of n * n.
 
     Parameters
     ----------
@@ -686,13 +687,16 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
     """Scaled dot-product attention computed block by block, with an online softmax.
 
     The same result as :func:`scaled_dot_product_attention` (Vaswani et al.
-    2017, section 3.2.1, eq. (1)), equal to float precision, computed as
-    FlashAttention's forward pass organises it (Dao et al. 2022, section 3.1,
-    Algorithm 1): the keys are cut into blocks of ``block_size`` and the
-    queries into blocks too; for each block of queries the key blocks are
-    read one at a time and folded in with :func:`online_softmax_update`. So
+    2017, section 3.2.1, eq. (1)), equal to float precision, computed block
+    by block with the same online softmax as FlashAttention's forward pass
+    (Dao et al. 2022, section 3.1, Algorithm 1; that algorithm loops over key
+    blocks outside and query blocks inside, this function the other way
+    round, as FlashAttention-2 does, Dao 2023): the keys are cut into
+    blocks of ``block_size`` and the queries into blocks too; for each
+    block of queries the key blocks are read one at a time and folded in with :func:`online_softmax_update`. So
     the full (n_q, n_k) matrix of scores or weights is never held: at any
-    moment only one block of scores, plus the output and three running values
+    moment only a block or two of scores (the scores and their shifted copy
+    in online_softmax_update), plus the output and three running values
     per query. The number of multiplications is the same as the plain
     version's; only the memory changes.
 

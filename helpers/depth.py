@@ -13,7 +13,9 @@ residual as a share of X itself:
 one point, and no later layer can tell its words apart. The paper proves
 that a stack of pure self-attention layers drives the residual to 0 doubly
 exponentially with depth (their Theorem 2.2: the log of the residual grows
-like 3^L), and that skip connections stop the collapse (their section 3).
+like 3^L). With skip connections that bound no longer holds, and some
+weights keep the residual from falling at all (their section 3); that does
+not mean every stack with skips keeps its tokens apart.
 
 ``stack_residuals`` runs a stack of randomly initialised layers, seeded, in
 one of four layouts, and records the residual after each layer.

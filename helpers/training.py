@@ -377,8 +377,8 @@ def numerical_gradient(f, x, h=1e-5):
     point, an array of real numbers (f is called on a float copy of it,
     changed entry by entry; x itself is not changed). The error of the central
     difference is of order h^2 times the third derivative, plus rounding of
-    order (machine epsilon / h): h = 1e-5 keeps both near 1e-10 for the
-    losses here. Returns an array of x's shape.
+    order (machine epsilon times the loss / h): h = 1e-5 keeps both near
+    1e-10 or below for the losses here. Returns an array of x's shape.
     """
     h = _positive_real(h, "h")
     if not callable(f):
