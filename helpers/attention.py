@@ -693,11 +693,12 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
     blocks outside and query blocks inside, this function the other way
     round, as FlashAttention-2 does, Dao 2023): the keys are cut into
     blocks of ``block_size`` and the queries into blocks too; for each
-    block of queries the key blocks are read one at a time and folded in with :func:`online_softmax_update`. So
-    the full (n_q, n_k) matrix of scores or weights is never held: at any
-    moment only a block or two of scores (the scores and their shifted copy
-    in online_softmax_update), plus the output and three running values
-    per query. The number of multiplications is the same as the plain
+    block of queries the key blocks are read one at a time and folded in
+    with :func:`online_softmax_update`. So once n_k is larger than
+    block_size, the full (n_q, n_k) matrix of scores or weights is never
+    held: at any moment only a block or two of scores (the scores and
+    their shifted copy in online_softmax_update), plus the output and
+    three running values per query. The number of multiplications is the same as the plain
     version's; only the memory changes.
 
     A block of queries has max(block_size, TILE_NUMBERS // block_size) rows,
