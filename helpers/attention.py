@@ -257,34 +257,9 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
             f"the batch dimensions of Q, K and V do not broadcast: Q {Q.shape}, K {K.shape}, V {V.shape}"
         ) from None
 
-    d_k = Q.shape[-1]
-    if scale is None:
-        scale = 1.0 / np.sqrt(d_k)
-    elif (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
-          or not np.isfinite(float(scale)) or float(scale) <= 0):
-        raise ValueError(f"scale must be a positive finite number (or None for 1/sqrt(d_k)); got {scale!r}")
-
+    scale = _checked_scale(scale, Q.shape[-1])
     if mask is not None:
-        _refuse_masked_array(mask, "mask", how=(
-            "pass a boolean array, True = may attend; from a masked array m whose True means hidden, "
-            "that is mask=~np.ma.getmaskarray(m)"))
-        mask = np.asarray(mask)
-        if mask.dtype != bool:
-            raise ValueError(
-                f"mask must be boolean (True = may attend); got dtype {mask.dtype} with shape {mask.shape}"
-            )
-        scores_shape = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2])
-        try:
-            full = np.broadcast_shapes(mask.shape, scores_shape)
-        except ValueError:
-            full = None
-        if full != scores_shape:
-            raise ValueError(
-                f"mask of shape {mask.shape} must broadcast to the scores' shape (..., n_q, n_k) = {scores_shape} "
-                f"without adding or growing dimensions. A padding mask for a batch of B sentences needs a "
-                f"query axis of 1: shape (B, 1, n_k), or (B, 1, 1, n_k) with heads; build it from the "
-                f"real-token flags with padding_mask(is_real)"
-            )
+        mask = _checked_mask(mask, np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (Q.shape[-2], K.shape[-2]))
 
     # The scale goes onto the queries (n_q * d_k numbers) rather than onto the
     # scores (n_q * n_k): (scale * Q) @ K^T is the same matrix, up to rounding.
@@ -420,6 +395,7 @@ def attention_entropy(weights):
     w = _as_real_array(weights, "weights")
     if w.ndim == 0:
         raise ValueError("weights must have at least 1 dimension (one row of weights); got a single number")
+    _not_empty(w, "weights", -1, "key per row (n_k >= 1)")
     if (w < 0).any():
         raise ValueError(f"weights must be non-negative; got a minimum of {float(w.min())} in shape {w.shape}")
     sums = w.sum(axis=-1)
@@ -618,11 +594,46 @@ def _checked_qkv(Q, K, V):
 
 
 def _checked_scale(scale, d_k):
+    """``scale`` as a float (None: 1/sqrt(d_k)), or ValueError unless it is a positive finite number."""
     if scale is None:
         return 1.0 / np.sqrt(d_k)
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not np.isfinite(float(scale)) or float(scale) <= 0:
+    try:
+        value = None if isinstance(scale, bool) or not isinstance(scale, numbers.Real) else float(scale)
+    except OverflowError:  # a Python int beyond float64
+        value = None
+    if value is None or not np.isfinite(value) or value <= 0:
         raise ValueError(f"scale must be a positive finite number (or None for 1/sqrt(d_k)); got {scale!r}")
-    return float(scale)
+    return value
+
+
+def _checked_mask(mask, scores_shape):
+    """``mask`` as a boolean array broadcasting to ``scores_shape`` (..., n_q, n_k), or ValueError naming it."""
+    _refuse_masked_array(mask, "mask", how=(
+        "pass a boolean array, True = may attend; from a masked array m whose True means hidden, "
+        "that is mask=~np.ma.getmaskarray(m)"))
+    try:
+        mask = np.asarray(mask)
+    except ValueError as exc:  # ragged lists
+        raise ValueError(f"mask must be a boolean array (True = may attend); could not read it as one ({exc})") from None
+    if mask.dtype != bool:
+        raise ValueError(f"mask must be boolean (True = may attend); got dtype {mask.dtype} with shape {mask.shape}")
+    try:
+        fits = np.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        n_q, n_k = scores_shape[-2:]
+        message = (f"mask of shape {mask.shape} must broadcast to the scores' shape (..., n_q, n_k) = {scores_shape} "
+                   f"without adding or growing dimensions.")
+        if mask.ndim == 2 and mask.shape[0] == mask.shape[1] and n_q != n_k:
+            message += (f" A square mask, such as causal_mask(n), fits self-attention, where queries and keys are "
+                        f"the same n tokens; here n_q = {n_q} and n_k = {n_k}")
+        elif mask.ndim >= 2 and mask.shape[-1] == n_k and mask.shape[-2] not in (1, n_q):
+            message += (" A padding mask for a batch of B sentences needs a query axis of 1: shape (B, 1, n_k), "
+                        "or (B, 1, 1, n_k) with heads; build it from the real-token flags with padding_mask(is_real) "
+                        "from helpers.attention")
+        raise ValueError(message)
+    return mask
 
 
 def online_softmax_update(running_max, running_sum, acc, scores, V_block):
@@ -664,12 +675,25 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     l = 0 and acc = 0 (no NaN).
 
     This is the inner step of :func:`tiled_attention`. It checks only that
-    the block's scores and values fit together (a ValueError naming them
-    otherwise), not the numbers themselves: tiled_attention checks those once.
+    the five are arrays of numbers whose shapes fit together (a ValueError
+    naming them otherwise), not the numbers themselves: tiled_attention
+    checks those once.
     """
+    try:  # no copy for float arrays, as tiled_attention passes them
+        running_max, running_sum, acc, scores, V_block = (
+            np.asarray(a, dtype=float) for a in (running_max, running_sum, acc, scores, V_block))
+    except (TypeError, ValueError) as exc:
+        raise ValueError("running_max, running_sum, acc, scores and V_block must be arrays of numbers; "
+                         f"could not read one as such ({exc})") from None
     if np.ndim(scores) < 1 or np.ndim(V_block) < 2 or np.shape(scores)[-1] != np.shape(V_block)[-2]:
         raise ValueError(f"scores (..., n_q, b) and V_block (..., b, d_v) must hold the same b keys; got shapes "
                          f"{np.shape(scores)} and {np.shape(V_block)}")
+    rows = scores.shape[:-1]
+    for name, arr, want in (("running_max", running_max, rows), ("running_sum", running_sum, rows),
+                            ("acc", acc, rows + V_block.shape[-1:])):
+        if arr.shape != want:
+            raise ValueError(f"{name} must have shape {want}, one entry per query row of scores {scores.shape} "
+                             f"(acc: times d_v of V_block {V_block.shape}); got shape {arr.shape}")
     new_max = np.maximum(running_max, scores.max(axis=-1))
     shift = np.where(np.isneginf(new_max), 0.0, new_max)   # a row with nothing seen yet: exp(-inf - 0) = 0
     rescale = np.exp(running_max - shift)                  # exp(m - m'), 1 when the maximum stayed
@@ -741,18 +765,8 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
     n_q, n_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
     scale = _checked_scale(scale, Q.shape[-1])
     if mask is not None:
-        mask = np.asarray(mask)
-        if mask.dtype != bool:
-            raise ValueError(f"mask must be boolean (True = may attend); got dtype {mask.dtype} with shape {mask.shape}")
         want = batch + (n_q, n_k)
-        try:
-            fits = np.broadcast_shapes(mask.shape, want) == want
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(f"mask of shape {mask.shape} must broadcast to (..., n_q, n_k) = {want} "
-                             "without adding or growing dimensions")
-        mask = np.broadcast_to(mask, want)                  # a view: no (n_q, n_k) copy is made
+        mask = np.broadcast_to(_checked_mask(mask, want), want)   # a view: no (n_q, n_k) copy is made
     b = int(block_size)
     rows = max(b, TILE_NUMBERS // b)                        # queries per block
     K_t = np.swapaxes(K, -1, -2)                            # a view (..., d_k, n_k)

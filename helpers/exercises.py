@@ -117,7 +117,10 @@ def _fmt(x):
     """A number or array as the course prints it (3 decimals, no np.float64 repr)."""
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 0:
-        return np.format_float_positional(float(arr), precision=3, trim="-")
+        value = float(arr)
+        if np.isfinite(value) and (abs(value) >= 1e16 or 0 < abs(value) < 5e-4):  # not 301 digits, not "0"
+            return np.format_float_scientific(value, precision=3, trim="-")
+        return np.format_float_positional(value, precision=3, trim="-")
     return np.array2string(arr, precision=3, suppress_small=True, separator=" ")
 
 
@@ -375,9 +378,13 @@ class _NumericExercise(_Exercise):
             sub = self._whole_feedback(item)
             if sub.correct or sub.mistake in self.mistakes:
                 found.append((0 if sub.correct else 1, i, sub))
-        if not found:
+        if not found and not pair:
             return None
-        _, i, sub = min(found, key=lambda f: f[:2])
+        if found:
+            _, i, sub = min(found, key=lambda f: f[:2])
+        else:  # the pair, with neither item right nor a named mistake: judge the item the exercise asks for
+            i = 1 if self.weights else 0
+            sub = self._whole_feedback(items[i])
         if pair:
             opening = (f"Your answer is the pair (output, weights) that scaled_dot_product_attention returns, "
                        f"not one array. Unpack it first: output, weights = "
@@ -499,8 +506,11 @@ class _NumericExercise(_Exercise):
             if where is None:
                 continue
             idx, what = where
+            fits = self._labels_fit(arr.shape)
+            if key is not None and fits is False:
+                continue  # e.g. a query vector of d_k numbers read as one per token: no guess about its entries
             index = ", ".join(":" if isinstance(i, slice) else str(int(i)) for i in idx)
-            label = self._place_words(idx, what)
+            label = self._place_words(idx, what) if fits else ""
             start = (f"Your answer is {gave}, {_shape_words(arr.shape)}; the exercise asks for {asked} "
                      f"({self.shape_note}).")
             if key is None:
@@ -510,6 +520,17 @@ class _NumericExercise(_Exercise):
             return Feedback(False, key, f"{start} Its {what} [{index}]{label} stands where the answer would, "
                                         f"and it is not right: {message}")
         return None
+
+    def _labels_fit(self, shape):
+        """Whether ``container_labels`` name the axes of an answer of this shape: True, False, or None (no labels)."""
+        rows, cols = self.container_labels
+        if rows is None and cols is None:
+            return None
+        if len(shape) == 1:
+            return cols is not None and len(cols) == shape[0]
+        if len(shape) == 2:
+            return ((rows is None or len(rows) == shape[0]) and (cols is None or len(cols) == shape[1]))
+        return False
 
     def _place_words(self, idx, what):
         """' (row 'bank', column 'river')' for an index into a bigger answer, from ``container_labels``."""
@@ -856,6 +877,11 @@ class AttentionWeightsExercise(_NumericExercise):
                 ("no_mask",
                  "These are the weights without the mask: every word still sees the words after it. Set the "
                  "masked scores to -inf before the softmax.", softmax(S / root)),
+                ("mask_inverted",
+                 "You hid the keys where the mask is True. Here, as in scaled_dot_product_attention, True means "
+                 "'may attend': keep the scores where the mask is True, np.where(mask, scores, -np.inf). (PyTorch's "
+                 "nn.MultiheadAttention reads True the other way, as 'hidden'.)",
+                 softmax(np.where(keep, -np.inf, S / root))),
             ]
         self._set_variants(variants)
         names = _Names(names, {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "mask": "mask"})
@@ -1065,8 +1091,10 @@ class ChoiceExercise(_Exercise):
     def _how_to_answer(self):
         keys = list(self.OPTIONS)
         listed = ", ".join(repr(k) for k in keys[:-1]) + f" or {keys[-1]!r}"
-        what = "the letters " if all(len(k) == 1 for k in keys) else ""
-        return f"Answer with one of {what}{listed}, in quotes: answer = {keys[0]!r}."
+        # No example with a real key: it could be the right answer, given away.
+        if all(len(k) == 1 for k in keys):
+            return f"Answer with one of the letters {listed}, in quotes: answer = 'x' with your letter in place of x."
+        return f"Answer with one of {listed}, in quotes (a string)."
 
     @property
     def fallback(self):
@@ -1077,10 +1105,11 @@ class ChoiceExercise(_Exercise):
             return "yes" if answer else "no"
         if not isinstance(answer, str):
             return None
-        text = " ".join(answer.split()).strip("().").strip().lower()
-        if text in self.OPTIONS:
-            return text
-        by_text = [k for k, v in self.OPTIONS.items() if text == " ".join(v.split()).lower()]
+        text = " ".join(answer.split()).strip().strip("'\"").strip().lower()
+        if text.strip("().").strip() in self.OPTIONS:  # 'a', '(a)', 'a.', "'a'"
+            return text.strip("().").strip()
+        by_text = [k for k, v in self.OPTIONS.items()  # an option's whole text, its closing ")" included
+                   if text.rstrip(".") == " ".join(v.split()).lower().rstrip(".")]
         return by_text[0] if by_text else None
 
     def _feedback(self, answer):
@@ -1142,8 +1171,10 @@ class DkPredictionExercise(ChoiceExercise):
                       f"to {self.d_k_values[-1]}, {how}, what happens to one query's weights over {self.n_keys} keys?"),
             options=self.OPTIONS, answer=answer, why={letter: self._dk_why(letter, answer) for letter in self.OPTIONS},
             hint=("A score is a sum of d_k products. If each product is a random number of about size 1, "
-                  "how far apart do sums of d_k of them typically land? What does a softmax do with scores "
-                  "that are far apart?"))
+                  "how far apart do sums of d_k of them typically land? "
+                  + ("And after every score is divided by sqrt(d_k), how far apart are they then? What does a "
+                     "softmax do with scores whose spread stays the same?" if self.scaled else
+                     "What does a softmax do with scores that are far apart?")))
         self.solution_text += "\n" + _comment(f"\nMeasured with {self.d_k_values[0]} <= d_k <= {self.d_k_values[-1]}:\n"
                                                f"{self._table_text()}")
 
@@ -1830,8 +1861,10 @@ class ScoreVarianceExercise(_NumericExercise):
             (f"my_term = {_fmt(var_q)} * {_fmt(var_k)}", "variance of one term q_i k_i (mean 0, independent)"),
             (f"answer = {d_k} * my_term", f"d_k terms, their variances add up: {_fmt(self.expected)}"),
         ])
-        self.correct_note = (f"Var(q . k) = d_k = {_fmt(self.expected)} here, so a typical score is about "
-                             f"sqrt of it, {_fmt(np.sqrt(self.expected))}, away from 0.")
+        self.correct_note = ((f"Var(q . k) = d_k = {_fmt(self.expected)} here" if term == 1.0 else
+                              f"Var(q . k) = d_k × var_q × var_k = {d_k} × {_fmt(var_q)} × {_fmt(var_k)} = "
+                              f"{_fmt(self.expected)} here")
+                             + f", so a typical score is about sqrt of it, {_fmt(np.sqrt(self.expected))}, away from 0.")
 
     #: How far (as a share of the prediction) a measured variance of a few thousand draws typically lands.
     MEASURED_SHARE = 0.1
@@ -1935,7 +1968,17 @@ class MaskExercise(_Exercise):
                                                   "True/False values: remove the quotes.")
         if callable(answer) and not isinstance(answer, np.ndarray):
             return Feedback(False, "function", "Your answer is a function, not its result. Call it and give what it returns.")
-        arr = np.asarray(answer)
+        try:  # refused as scaled_dot_product_attention refuses it: np.asarray would drop its mask
+            _refuse_masked_array(answer, "answer", how=(
+                "give a plain boolean array, True = may attend: from a masked array m whose True means hidden, "
+                "that is ~np.ma.getmaskarray(m)"))
+        except ValueError as exc:
+            return Feedback(False, "masked_array", f"Your {exc}.")
+        try:
+            arr = np.asarray(answer)
+        except ValueError:  # ragged lists
+            return Feedback(False, "unreadable", "I could not read your answer as an array: if it is a list of "
+                                                 "rows, every row needs the same length.")
         as_numbers = arr.dtype.kind in "iuf"
         if as_numbers and arr.size and np.all(np.isin(arr, (0, 1))):
             arr = arr.astype(bool)

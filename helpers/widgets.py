@@ -524,7 +524,7 @@ def mask_explorer(example="river_bank", causal=True):
     causal_box = widgets.Checkbox(value=_flag(causal, "causal"), description="causal mask", indent=False,
                                   layout=widgets.Layout(width="130px"))
     where = widgets.ToggleButtons(options=[("before the softmax", "before"), ("after the softmax (bug)", "after")],
-                                  value="before", description="mask applied", style={"button_width": "190px"})
+                                  value="before", description="mask applied", style={"button_width": "210px"})
     buttons = [widgets.ToggleButton(value=False, description=f"hide '{t}'", tooltip=f"hide key {i}: {t}",
                                     layout=widgets.Layout(width="auto")) for i, t in enumerate(tokens)]
     hidden = _HiddenKeys(buttons, tokens)
@@ -833,13 +833,14 @@ def _unknown_message(model, text, tokens):
                         f"characters: the tokenizer does not cut words that long into pieces and reads each as one "
                         "[UNK], whatever its letters.")
     if unspelt:
-        words = [w if len(w) <= 12 else w[:12] + "…" for _, w in unspelt[:6]]
-        more = f" and {len(unspelt) - 6} more" if len(unspelt) > 6 else ""
+        distinct = list(dict.fromkeys(w if len(w) <= 12 else w[:12] + "…" for _, w in unspelt))  # each word once
+        named = (_listed(distinct) if len(distinct) <= 6 else
+                 ", ".join(repr(w) for w in distinct[:6]) + f" and {len(distinct) - 6} more")
         each = ("it is one word the model's vocabulary cannot spell, even in pieces, so it becomes one [UNK]"
                 if len(unspelt) == 1 else
                 f"these are {len(unspelt)} words the model's vocabulary cannot spell, even in pieces, each read "
                 "as one [UNK]")
-        messages.append(f"[UNK] at {_positions_text([i for i, _ in unspelt])} stands for {_listed(words)}{more}: "
+        messages.append(f"[UNK] at {_positions_text([i for i, _ in unspelt])} stands for {named}: "
                         f"{each} (an emoji, or a character of a script it barely covers; in Chinese and Japanese "
                         "each character counts as a word).")
     return messages

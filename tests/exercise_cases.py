@@ -19,6 +19,7 @@ PHRASES = {
     "not_attempted": "Not attempted yet",
     "not_numbers": "not numbers",
     "unreadable": "could not read",
+    "masked_array": "numpy masked array",
     "function": "is a function",
     "nan_inf": "contains",
     "shape": "Wrong shape",
@@ -43,6 +44,7 @@ PHRASES = {
     "mask_times_zero": "multiplied the masked scores by 0",
     "no_mask": "without the mask",
     "mask_flipped": "wrong way round",
+    "mask_inverted": "You hid the keys where the mask is True",
     "key_not_projected": "Make its key first",
     "query_not_projected": "Make the query first",
     "sum_not_one": "Your weights do not sum to 1",
@@ -220,6 +222,7 @@ CASES = {
             ("mask_flipped",
              "upper = np.triu(np.ones((4, 4), dtype=bool))\ns = np.where(upper, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
              "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+            ("mask_inverted", "answer = softmax(np.where(mask, -np.inf, Q @ K.T / np.sqrt(d_k)))"),  # True = hidden
             ("nan_inf",
              "below = np.tril(np.ones((4, 4), dtype=bool), k=-1)\ns = np.where(below, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
              "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)", "check your mask"),
@@ -453,6 +456,8 @@ CASES = {
             ("shape", f"{_C5}\nanswer = np.stack([c5] * 3)", "(2, 5, 5)"),
             ("different", _MASK_OK + "\nm[0, 0, 0] = False\nanswer = m", "sentence 0, query 0, key 0"),
             ("function", "answer = causal_mask"),
+            ("masked_array", _MASK_OK + "\nanswer = np.ma.masked_array(m, mask=~m)", "~np.ma.getmaskarray"),
+            ("unreadable", "answer = [[True, False], [True]]"),
         ],
         "ex_padded": [
             (None, _PAD_OK + "\nanswer = w"),
@@ -475,6 +480,7 @@ CASES = {
             ("mask_times_zero",
              _PAD + "\ne = np.exp(S5 / np.sqrt(2) * mask5)\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("mask_flipped", _PAD + "\nanswer = softmax(np.where(mask5.T, S5 / np.sqrt(2), -np.inf))"),
+            ("mask_inverted", _PAD + "\nanswer = softmax(np.where(mask5, -np.inf, S5 / np.sqrt(2)))"),
             ("no_mask", _PAD + "\ne = np.exp(S5 / np.sqrt(2))\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("shape", _PAD_OK + "\nanswer = w[:3, :3]", "(5, 5)"),
         ],

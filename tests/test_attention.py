@@ -217,6 +217,8 @@ A = np.zeros((3, 2))
     (dict(Q=A, K=A, V=A, mask=np.ones((2, 3), bool)), r"mask of shape \(2, 3\) must broadcast to .* \(3, 3\)"),
     (dict(Q=A, K=A, V=A, mask=np.ones((2, 3, 3), bool)), r"mask of shape \(2, 3, 3\) must broadcast .* without adding"),
     (dict(Q=A, K=A, V=A, scale=0.0), r"scale must be a positive finite number .* got 0.0"),
+    (dict(Q=A, K=A, V=A, scale=10 ** 400), r"scale must be a positive finite number"),   # beyond float64
+    (dict(Q=A, K=A, V=A, mask=[[True], [True, False]]), r"mask must be a boolean array .* could not read it"),
     (dict(Q=A, K=A, V=A, scale=float("nan")), r"scale must be a positive finite number"),
     (dict(Q=A, K=A, V=A, scale="2"), r"scale must be a positive finite number .* got '2'"),
     (dict(Q=[[1e200, 1e200]], K=[[1e200, 1e200]], V=[[1.0]]), r"overflowed"),
@@ -264,6 +266,8 @@ def test_entropy_refuses_rows_that_are_not_weights_and_never_gives_minus_zero():
         attention_entropy(np.array([2.0, 3.0]))
     h = attention_entropy(np.array([1.0, 0.0]))
     assert h == 0.0 and not np.signbit(h)
+    with pytest.raises(ValueError, match=r"weights has shape \(0,\): it needs at least one key per row"):
+        attention_entropy([])                      # an empty row is not weights (its "entropy" would be 0)
 
 
 @given(hnp.arrays(np.float64, (3, 5), elements=st.floats(0.0, 1.0)))

@@ -34,6 +34,7 @@ from helpers.exercises import (
     ProjectionExercise,
     Reveal,
     ScoreExercise,
+    ScoreVarianceExercise,
     SoftmaxRowExercise,
     _NumericExercise,
 )
@@ -465,8 +466,20 @@ def test_choice_exercise_says_why_and_how_to_answer():
     ex = _inside_hull()
     assert "inside their triangle" in ex.feedback("no").text
     assert "cannot leave the triangle" in ex.feedback("yes").text
-    assert ex.feedback("perhaps").text == "Answer with one of 'yes' or 'no', in quotes: answer = 'yes'."
+    assert ex.feedback("perhaps").text == "Answer with one of 'yes' or 'no', in quotes (a string)."
     assert ex.solution_text.startswith("answer = 'no'   # it cannot")
+
+
+def test_choice_exercise_never_gives_the_answer_away_and_reads_every_option_text():
+    # How-to-answer must not show the right key as its example; every option's whole text counts as a choice,
+    # even one ending in ")" (02's option (a)), and "'a'" typed with its quotes.
+    ex = DkPredictionExercise(d_k_values=(2, 8, 32, 128, 512), n_keys=3, seed=0)
+    assert ex.answer == "a"
+    told = ex.feedback(1).text
+    assert "answer = 'x'" in told and "answer = 'a'" not in told
+    for key, text in ex.OPTIONS.items():
+        assert ex.feedback(text).mistake == (None if key == ex.answer else f"chose_{key}")
+    assert ex.feedback("'a'").correct and ex.feedback('"(a)."').correct
 
 
 def test_choice_exercise_booleans_only_mean_yes_and_no_for_yes_no_questions():
@@ -508,3 +521,44 @@ def test_the_mask_checker_refuses_bad_inputs_from_an_instructor():
                               ([2.5], None, "each entry of lengths")]:
         with pytest.raises(ValueError, match=match):
             MaskExercise(lengths, n)
+
+
+def test_feedback_numbers_are_readable_at_both_ends_of_the_float_range():
+    # A huge answer is not printed as a 301-digit integer, and a tiny non-zero one is not printed as "0".
+    from helpers.exercises import _fmt
+    assert _fmt(1e300) == "1e+300" and _fmt(-2.5e-12) == "-2.5e-12"
+    assert _fmt(8388608) == "8388608" and _fmt(0.354) == "0.354" and _fmt(0) == "0"
+    ex = ScoreVarianceExercise(256)
+    assert "1e+300 is not what I get" in ex.feedback(1e300).text
+
+
+def test_score_variance_says_its_formula_when_an_instructor_changes_the_variances():
+    assert "d_k × var_q × var_k = 256 × 2 × 1 = 512" in ScoreVarianceExercise(256, var_q=2.0).feedback(512).text
+    assert "Var(q . k) = d_k = 256 here" in ScoreVarianceExercise(256).feedback(256).text
+
+
+def test_the_pair_of_scaled_dot_product_attention_is_named_even_when_neither_item_is_known():
+    # A learner hands in the function's return value, computed from the wrong inputs: the checker
+    # must say it is the (output, weights) pair and how to unpack it, then judge the weights.
+    from helpers.attention import causal_mask, scaled_dot_product_attention
+    from helpers.examples import load_example
+    ex = load_example("river_bank")
+    mask = causal_mask(4)
+    check = AttentionWeightsExercise(ex.X, ex.W_Q, ex.W_K, list(ex.tokens), mask=mask)
+    text = check.feedback(scaled_dot_product_attention(ex.X, ex.X, ex.X, mask=mask)).text
+    assert text.startswith("Your answer is the pair (output, weights)") and "answer = weights" in text
+    assert "Looking at item 1 (the weights)" in text and "every row needs the same length" not in text
+
+
+def test_entries_are_labelled_with_tokens_only_when_the_answer_has_one_entry_per_token():
+    # The query vector of 'flooded' (d_k = 2 numbers) is not one score per token: no token label on its
+    # entries, and no guess that its entry 0 "stands where the answer would".
+    from helpers.examples import load_example
+    ex = load_example("river_bank")
+    check = ScoreExercise(ex.X, ex.W_Q, ex.W_K, list(ex.tokens), query="flooded", key="bank")
+    query = ex.X[ex.index("flooded")] @ ex.W_Q
+    text = check.feedback(query).text
+    assert "the entry of 'the'" not in text and "stands where the answer would" not in text
+    assert "the entry of 'the'" not in check.feedback((1.2, 1.2)).text
+    row = (ex.X @ ex.W_Q)[ex.index("flooded")] @ (ex.X @ ex.W_K).T          # one score per token: labelled
+    assert "(the entry of 'bank')" in check.feedback(row).text

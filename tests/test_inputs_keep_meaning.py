@@ -295,6 +295,14 @@ def test_a_batch_of_flags_passed_as_they_are_gets_an_error_that_shows_the_fix():
         scaled_dot_product_attention(X, X, X, mask=np.ones((2, 4), dtype=bool))
 
 
+def test_a_square_mask_in_cross_attention_is_told_apart_from_a_padding_mask():
+    # A causal (n, n) mask where n_q != n_k is not a padding mistake: the error says what a square mask fits.
+    Q, K = np.zeros((2, 3)), np.zeros((4, 3))
+    with pytest.raises(ValueError, match=r"A square mask, such as causal_mask\(n\), fits self-attention.*n_q = 2 and n_k = 4") as err:
+        scaled_dot_product_attention(Q, K, K, mask=np.ones((4, 4), dtype=bool))
+    assert "padding_mask" not in str(err.value)
+
+
 def test_the_docstring_shows_the_batch_padding_mask_shape():
     doc = scaled_dot_product_attention.__doc__
     assert "(B, 1, n_k)" in doc and "(B, 1, 1, n_k)" in doc and "padding_mask(is_real)" in doc

@@ -243,6 +243,9 @@ def test_exactly_512_tokens_draw_a_window_and_the_whole_row(model):
     ("Банк у реки", "a piece that continues a word starts with ##"),
     ("the [PAD] bank [SEP]", "contains [PAD], [SEP]"),
     ("e\u0301 ça", "Layer 0, head 4"),
+    (" ".join(["😀"] * 20), "stands for &#x27;😀&#x27;: these are 20 words"),   # a repeated word named once
+    ("a 😀 b 😁 c 😂 d 🤣 e 😃 f 😄 g 😅 h 😆",
+     "&#x27;😃&#x27;, &#x27;😄&#x27; and 2 more: these are 8 words"),             # one "and", no quoted "more"
 ])
 def test_odd_text_is_drawn_and_explained(text, phrase):
     ex = W.real_model_explorer()

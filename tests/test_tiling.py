@@ -156,7 +156,11 @@ def test_peak_memory_is_far_below_one_n_by_n_matrix():
     (dict(Q=np.array([[np.nan, 0.0]] * 3)), "Q contains NaN"),
     (dict(V=np.full((4, 3), np.inf)), "V contains inf"),
     (dict(mask=np.ones((3, 4))), "mask must be boolean .* got dtype float64"),
-    (dict(mask=np.ones((4, 3), dtype=bool)), r"mask of shape \(4, 3\) must broadcast to \(..., n_q, n_k\) = \(3, 4\)"),
+    (dict(mask=np.ones((4, 3), dtype=bool)), r"mask of shape \(4, 3\) must broadcast to the scores' shape \(..., n_q, n_k\) = \(3, 4\)"),
+    (dict(mask=np.ma.masked_array(np.ones((3, 4), dtype=bool), mask=np.eye(3, 4, dtype=bool))),
+     r"mask is a numpy masked array"),   # np.asarray would drop its mask: the result would be unmasked
+    (dict(mask=[[True], [True, False]]), r"mask must be a boolean array .* could not read it"),
+    (dict(scale=10 ** 400), r"scale must be a positive finite number"),
     (dict(mask=np.ones((2, 3, 4), dtype=bool)), r"mask of shape \(2, 3, 4\) must broadcast .* without adding"),
     (dict(scale=0), "scale must be a positive finite number"),
     (dict(Q=np.full((3, 2), 1e200), K=np.full((4, 2), 1e200)), "overflowed to inf"),
@@ -269,3 +273,17 @@ def test_kv_cache_first_append_needs_vectors():
         KVCache().append(1.0, [1.0])
     with pytest.raises(ValueError, match=r"got shape \(0,\)"):
         KVCache().append([], [1.0])
+
+
+def test_online_update_reads_lists_and_refuses_running_values_of_the_wrong_shape():
+    # Lists are read as arrays (notebook 07 calls the function directly); the same numbers as arrays.
+    as_lists = online_softmax_update([-np.inf] * 2, [0.0, 0.0], [[0.0] * 3] * 2, [[1.0] * 4] * 2, [[1.0] * 3] * 4)
+    as_arrays = online_softmax_update(np.full(2, -np.inf), np.zeros(2), np.zeros((2, 3)), np.ones((2, 4)),
+                                      np.ones((4, 3)))
+    assert all(np.array_equal(a, b) for a, b in zip(as_lists, as_arrays))
+    with pytest.raises(ValueError, match=r"running_max must have shape \(2,\).*got shape \(3,\)"):
+        online_softmax_update(np.full(3, -np.inf), np.zeros(2), np.zeros((2, 3)), np.ones((2, 4)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match=r"acc must have shape \(2, 3\).*got shape \(2, 2\)"):
+        online_softmax_update(np.full(2, -np.inf), np.zeros(2), np.zeros((2, 2)), np.ones((2, 4)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match=r"must be arrays of numbers"):
+        online_softmax_update([[1.0], [1.0, 2.0]], np.zeros(2), np.zeros((2, 3)), np.ones((2, 4)), np.ones((4, 3)))
