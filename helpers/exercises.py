@@ -1118,8 +1118,10 @@ class ChoiceExercise(_Exercise):
             held = [item for item in answer if self._key_of(item) is not None]
             if len(held) == 1:
                 kind = "tuple" if isinstance(answer, tuple) else "list"
-                return Feedback(False, "container", f"Your answer is a {kind} holding {held[0]!r} among other "
-                                                    f"things. Give one choice alone, in quotes: answer = {held[0]!r}.")
+                holding = (f"holding only {held[0]!r}" if len(answer) == 1
+                           else f"holding {held[0]!r} among other things")
+                return Feedback(False, "container", f"Your answer is a {kind} {holding}. "
+                                                    f"Give the choice alone, in quotes: answer = {held[0]!r}.")
         if key is None:
             return self.fallback
         if key == self.answer:

@@ -224,7 +224,10 @@ def test_a_tuple_of_rows_is_still_a_matrix_read_whole_first(name):
 def test_a_choice_held_in_a_tuple_is_named():
     ex = DkPredictionExercise(trials=20)
     fb = ex.feedback(("a", 3))
-    assert fb.mistake == "container" and "answer = 'a'" in fb.text
+    assert fb.mistake == "container" and "answer = 'a'" in fb.text and "among other things" in fb.text
+    alone = ex.feedback(["a"])                                  # a list of one: nothing else to speak of
+    assert alone.mistake == "container" and "holding only 'a'" in alone.text
+    assert "other things" not in alone.text
     assert ex.feedback(("a", "b")).mistake == "not_a_choice"   # two choices: no single one to name
 
 
