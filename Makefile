@@ -11,10 +11,12 @@ READY  := $(VENV)/.ready
 lab: $(READY)
 	JUPYTER_CONFIG_DIR=$(CURDIR)/jupyter JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(PY) -m jupyter lab
 
-# Run every test: unit, property, published numbers, every notebook under nbval,
-# and every notebook in JupyterLab in Chromium (skipped, saying how to install it, without Chromium).
+# Run every test: unit, property, published numbers, every notebook under nbval (and again under
+# another BLAS kernel), and every notebook in JupyterLab in Chromium (skipped, saying how to install
+# it, without Chromium). Two workers side by side (pytest-xdist); --dist loadscope keeps each test
+# module, and each notebook's cells, together on one worker, in order.
 test: $(READY)
-	env -u MPLBACKEND $(PY) -m pytest --nbval
+	env -u MPLBACKEND $(PY) -m pytest --nbval -n 2 --dist loadscope
 
 # Re-run every notebook in place in a fresh kernel, to regenerate its stored outputs.
 execute: $(READY)

@@ -42,8 +42,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 #: tqdm's notebook progress bar (notebook 08) is a widget but not an explorer: its static form is tqdm's
-#: own text line ("  0%|          | 0/150 [00:00<?, ?it/s]"), which says nothing of a kernel.
-PROGRESS_BAR = re.compile(r"\d+%\|.*\| *\d+/\d+ \[")
+#: own text line as the run ended ("training ...: 100%|##########| 150/150 steps"), which needs no kernel.
+PROGRESS_BAR = re.compile(r"\d+%\|.*\| *\d+/\d+\b")
 
 
 def is_explorer_output(data):

@@ -4,7 +4,7 @@ The server runs from the project's own environment (this Python), with the
 repository's JupyterLab configuration (jupyter/), on a free loopback port with
 a random token. It serves a copy of notebooks/ in a temporary folder, so that
 nothing the browser does (autosave included) can touch the stored notebooks.
-Screenshots and the server log go to artifacts/browser/, which git ignores.
+Screenshots and the server log (one per pytest-xdist worker) go to artifacts/browser/, which git ignores.
 Server and browser are stopped whatever happens.
 """
 
@@ -77,7 +77,9 @@ def lab(tmp_path_factory):
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{"windowingMode": "none"}', encoding="utf-8")
     port, token = _free_port(), secrets.token_hex(16)
-    log_path = ARTIFACTS / "jupyter-server.log"
+    # Under pytest-xdist each worker that runs browser tests starts its own server: one log each.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    log_path = ARTIFACTS / (f"jupyter-server-{worker}.log" if worker else "jupyter-server.log")
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     env["JUPYTER_CONFIG_PATH"] = str(ROOT / "jupyter")
     env["JUPYTER_CONFIG_DIR"] = str(ROOT / "jupyter")  # as `make lab`: where the server finds custom/custom.css
