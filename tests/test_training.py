@@ -5,7 +5,7 @@ import re
 import nbformat
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from helpers.attention import causal_mask, scaled_dot_product_attention
@@ -49,6 +49,7 @@ shapes = st.tuples(st.integers(0, 10**6), st.integers(1, 3), st.integers(1, 5), 
 
 @settings(max_examples=25, deadline=None)
 @given(shapes, st.sampled_from(["none", "before", "after", "uniform"]))
+@example((480695, 1, 2, 2, 1, 1, 2), "none")      # saturated weights: W_Q's and W_K's gradients about 1e-12
 def test_every_gradient_matches_central_differences_on_random_shapes(shape, variant):
     seed, B, n, d_model, d_k, d_v, n_classes = shape
     params, X, targets = _random_problem(seed, B, n, d_model, d_k, d_v, n_classes)
@@ -57,7 +58,16 @@ def test_every_gradient_matches_central_differences_on_random_shapes(shape, vari
         kw = dict(mask=causal_mask(n), mask_where=variant)
     errors = gradient_check(params, X, targets, h=1e-5, **kw)
     assert set(errors) == set(PARAMETERS)
-    assert max(errors.values()) < 1e-6, errors
+    _, grads, _ = loss_and_grads(params, X, targets, **kw)
+    for name, error in errors.items():
+        if error < 1e-6:
+            continue
+        # Where both gradients are as small as the central differences' own error (h^2 and rounding / h,
+        # about 1e-10 here), their ratio is noise (a relative error of 1.0 for gradients of 1e-12, seen
+        # with nearly one-hot weights): then the two must agree to that absolute level instead.
+        numeric = numerical_gradient(lambda value: loss_and_grads({**params, name: value}, X, targets, **kw)[0],
+                                     params[name].copy())
+        assert np.linalg.norm(grads[name] - numeric) < 1e-9, (name, errors)
 
 
 def test_a_wrong_backward_pass_fails_the_gradient_check(monkeypatch):
