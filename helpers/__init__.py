@@ -1,14 +1,24 @@
 """Helpers for the course "Attention, step by step".
 
-attention    the math, numpy only
-examples     the worked examples from data/
+Arrows run one way (a module imports only those below it; no circles):
+
+explorers/   the widgets: base.py (Explorer and its static form), one module per explorer
+             (setup, dk, mask, heads, tiling, real_model)
+exercises/   exercises that check themselves: feedback.py (reading an answer), base.py
+             (base classes, ChoiceExercise, exercise()), one module per topic, diagnose.py
+             (diagnose(fn): what is wrong in a learner's own attention function)
 plots        matplotlib figures and the explorers' HTML heatmaps
+examples     the worked examples from data/
+real_model   the trained model all-MiniLM-L6-v2 run in numpy on helpers.attention
+training     one attention layer's forward and backward pass, the gradient check, Adam (notebook 08)
+tasks        notebook 08's two tiny tasks
 saturation   random queries and keys, and the softmax's Jacobian (notebook 03)
-widgets      the explorers: d_k and scaling, masks, number of heads
-exercises    exercises that check themselves: check / hint / solution; exercise() makes a new one
-diagnose     diagnose(fn): names what is wrong in a learner's own attention function
+hull, depth  notebook 06's convex hull and rank collapse
 course       the course map
 environment  the set-up check of the start-here notebook
+attention    the mechanism of notebooks 01-05, numpy only
+positions    the sinusoidal positional encoding
+tiling       notebook 07: the online softmax, tiled attention, the KV cache
+inputs       the input checks every module shares
 paths        where the course folder (data/, notebooks/) is, in place or in a class image
-real_model   the trained model all-MiniLM-L6-v2 run in numpy on helpers.attention
 """

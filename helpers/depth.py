@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.attention import _as_real_array, multi_head_attention
+from helpers.attention import multi_head_attention
+from helpers.inputs import real_array
 
 __all__ = ["LAYOUTS", "collapse_residual", "layer_norm", "StackRun", "stack_residuals"]
 
@@ -42,7 +43,7 @@ LAYOUTS = ("attention", "attention + skip", "post-LN", "pre-LN")
 
 def _matrix(X, name):
     """``X`` as a finite float array (..., n, d_model), or ValueError naming ``name``."""
-    arr = _as_real_array(X, name)
+    arr = real_array(X, name)
     if arr.ndim < 2 or 0 in arr.shape[-2:]:
         raise ValueError(f"{name} must have shape (..., n, d_model) with n >= 1 and d_model >= 1; got {arr.shape}")
     return arr

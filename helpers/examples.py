@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.attention import _refuse_masked_array
+from helpers.inputs import refuse_masked_array
 from helpers.paths import COURSE_ROOT
 
 DATA_DIR = COURSE_ROOT / "data"
@@ -152,7 +152,7 @@ def _fmt(x, decimals):
 
 def matches(ours, published):
     """Boolean array: where ``ours`` rounds to the published value (within half a unit of its last decimal)."""
-    _refuse_masked_array(ours, "ours")
+    refuse_masked_array(ours, "ours")
     ours = np.asarray(ours, dtype=float)
     pub = np.asarray(published.value, dtype=float)
     if ours.shape != pub.shape:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.attention import _as_real_array
+from helpers.inputs import real_array
 
 __all__ = ["convex_hull_2d", "hull_position", "edge_beyond", "convex_weights", "TOLERANCE"]
 
@@ -28,7 +28,7 @@ LARGEST = 1e100
 def _points(points, name, one=False):
     """``points`` as a finite float array (m, 2) (or one point (2,)), or ValueError naming ``name``."""
     want = "a point (x, y) of 2 numbers" if one else "an array of shape (m, 2) with m >= 1: one (x, y) per row"
-    arr = _as_real_array(points, name)  # real numbers, finite: the course's one check
+    arr = real_array(points, name)  # real numbers, finite: the course's one check
     if (one and arr.shape != (2,)) or (not one and (arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1)):
         raise ValueError(f"{name} must be {want}; got shape {arr.shape}")
     if np.abs(arr).max() > LARGEST:

@@ -12,7 +12,7 @@ import matplotlib as _mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from helpers.attention import _refuse_masked_array
+from helpers.inputs import refuse_masked_array
 
 __all__ = ["weights_heatmap", "plane_plot", "contrast_ratio", "relative_luminance", "ANNOTATE_MAX_TOKENS",
            "describe", "description"]
@@ -150,7 +150,7 @@ def _as_checked_array(x, name, dtype=float):
     its True means *hidden*, the opposite of the course's masks: so the
     learner is asked for the plain numbers (masked weights are usually 0).
     """
-    _refuse_masked_array(x, name, how=(
+    refuse_masked_array(x, name, how=(
         f"draw the plain numbers: np.ma.filled({name}, 0.0) puts 0 (the weight of a masked key) where the "
         f"entries are hidden, and ~np.ma.getmaskarray({name}) is the course's mask (True = may attend)"))
     try:

@@ -62,7 +62,8 @@ from safetensors.numpy import load_file
 from scipy.special import erf
 from tokenizers import Tokenizer
 
-from helpers.attention import _refuse_masked_array, merge_heads, scaled_dot_product_attention, split_heads
+from helpers.attention import merge_heads, scaled_dot_product_attention, split_heads
+from helpers.inputs import refuse_masked_array
 
 __all__ = [
     "OFFICIAL_SHA256",
@@ -224,7 +225,7 @@ def gelu(x):
     x : array of real numbers, any shape. Returns a new float array of its shape.
     Raises ValueError for a numpy masked array (its mask would be ignored).
     """
-    _refuse_masked_array(x, "x")
+    refuse_masked_array(x, "x")
     x = np.asarray(x, dtype=float)
     return _gelu_in_place(x.copy())
 
@@ -382,10 +383,10 @@ class MiniLM:
         boolean, a sequence has no real token, or ``heads_off`` holds
         anything but (layer, head) pairs of whole numbers in range.
         """
-        _refuse_masked_array(ids, "ids", how=(
+        refuse_masked_array(ids, "ids", how=(
             "pass plain token ids, np.ma.getdata(ids), and mark the padding with is_real: from a masked array "
             "whose True means padding, is_real=~np.ma.getmaskarray(ids)"))
-        _refuse_masked_array(is_real, "is_real", how=(
+        refuse_masked_array(is_real, "is_real", how=(
             "pass a boolean array, True = a real token; from a masked array m whose True means padding, "
             "is_real=~np.ma.getmaskarray(m)"))
         ids = np.asarray(ids)

@@ -20,22 +20,10 @@ import numbers
 
 import numpy as np
 
-from helpers.attention import _refuse_masked_array, softmax
+from helpers.attention import softmax
+from helpers.inputs import positive_whole, refuse_masked_array
 
 __all__ = ["random_queries_keys", "softmax_jacobian", "jacobian_size", "query_gradient"]
-
-
-def _positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive whole number; got {value!r}")
-    return int(value)
-
-
-def _seed(value):
-    """A random generator's seed: a whole number >= 0, or ValueError naming seed."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"seed must be a non-negative whole number; got {value!r}")
-    return int(value)
 
 
 def random_queries_keys(d_k, n=6, seed=0):
@@ -51,8 +39,8 @@ def random_queries_keys(d_k, n=6, seed=0):
     Raises ValueError unless d_k and n are positive whole numbers and seed a
     non-negative whole number.
     """
-    d_k = _positive_int(d_k, "d_k")
-    n = _positive_int(n, "n")
+    d_k = positive_whole(d_k, "d_k")
+    n = positive_whole(n, "n")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative whole number; got {seed!r}")
     # Drawing (d_k, n) and transposing fills feature by feature, which makes
@@ -74,7 +62,7 @@ def softmax_jacobian(weights):
     Raises ValueError if ``weights`` has no axis, holds a negative or
     non-finite entry, or a row does not sum to 1 (within 1e-6).
     """
-    _refuse_masked_array(weights, "weights")
+    refuse_masked_array(weights, "weights")
     w = np.asarray(weights, dtype=float)
     if w.ndim == 0:
         raise ValueError("weights must have at least 1 dimension (one row of weights); got a single number")

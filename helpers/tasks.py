@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from helpers.attention import sinusoidal_positional_encoding
-from helpers.training import NO_TARGET, _seed, predict
+from helpers.inputs import seed as _seed
+from helpers.positions import sinusoidal_positional_encoding
+from helpers.training import NO_TARGET, predict
 
 __all__ = ["SENSES", "VOCABULARY", "BANK_SETUP", "TRAP_SETUP", "BankTask", "bank_task",
            "PatternTask", "pattern_task", "embed", "generate"]

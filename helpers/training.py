@@ -34,7 +34,8 @@ import numbers
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.saturation import _seed  # one check of a seed, shared with the explorers
+from helpers.inputs import positive_whole as _positive_int  # the checks every module shares
+from helpers.inputs import seed as _seed
 
 __all__ = [
     "PARAMETERS",
@@ -64,12 +65,6 @@ NO_TARGET = -1
 # --------------------------------------------------------------------------
 # Input checks: ValueError naming the argument, never a numpy traceback
 # --------------------------------------------------------------------------
-
-def _positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive whole number; got {value!r}")
-    return int(value)
-
 
 def _positive_real(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) or value <= 0:

@@ -19,10 +19,10 @@ from helpers.attention import (
     merge_heads,
     multi_head_attention,
     scaled_dot_product_attention,
-    sinusoidal_positional_encoding,
     softmax,
     split_heads,
 )
+from helpers.positions import sinusoidal_positional_encoding
 
 finite = st.floats(min_value=-20, max_value=20, allow_nan=False, allow_infinity=False)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from helpers import plots as P
-from helpers import widgets as W
+from helpers import explorers as W
 
 AA = 4.5
 

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import attention, examples, plots, saturation, widgets  # noqa: E402
+from helpers import attention, examples, explorers, plots, saturation  # noqa: E402
 from helpers.attention import (  # noqa: E402
     attention_entropy,
     causal_mask,
@@ -32,7 +32,7 @@ from helpers.attention import (  # noqa: E402
     softmax,
     split_heads,
 )
-from helpers import exercises as exercises_module  # noqa: E402
+from helpers.exercises import base as exercises_base  # noqa: E402
 from helpers.exercises import (  # noqa: E402
     AttentionWeightsExercise,
     DkPredictionExercise,
@@ -117,8 +117,8 @@ REFUSERS = {
     "softmax_jacobian": lambda: saturation.softmax_jacobian(_m()),
     "jacobian_size": lambda: saturation.jacobian_size(_m()),
     "compare": lambda: examples.compare(_m((4,)), rb.published["weights_bank"]),
-    "mask_state hidden": lambda: widgets.mask_state(hidden=np.ma.masked_array([1, 2], mask=[False, True])),
-    "heads_state tokens": lambda: widgets.heads_state(tokens=np.ma.masked_array(["a", "b"])),
+    "mask_state hidden": lambda: explorers.mask_state(hidden=np.ma.masked_array([1, 2], mask=[False, True])),
+    "heads_state tokens": lambda: explorers.heads_state(tokens=np.ma.masked_array(["a", "b"])),
     "ScoreExercise X": lambda: ScoreExercise(np.ma.masked_array(rb.X), rb.W_Q, rb.W_K, TOKENS, "bank", "river"),
     "SoftmaxRowExercise scores": lambda: SoftmaxRowExercise(_m((4,)), 2, LABELS4),
     "AttentionWeightsExercise mask": lambda: AttentionWeightsExercise(rb.X, rb.W_Q, rb.W_K, TOKENS,
@@ -159,7 +159,7 @@ def _exercises():
 EX = _exercises()
 # Checkers recognise the answer of any other exercise alive in the session; these test-only ones must
 # not stand in the way of the notebooks' exercises tested elsewhere (test_exercises.py).
-exercises_module._BUILT[:] = [ref for ref in exercises_module._BUILT if not any(ref() is ex for ex in EX.values())]
+exercises_base._BUILT[:] = [ref for ref in exercises_base._BUILT if not any(ref() is ex for ex in EX.values())]
 
 
 @pytest.mark.parametrize("name", list(EX))

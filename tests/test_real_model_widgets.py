@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import helpers.widgets as W
+import helpers.explorers.real_model as W
 from helpers import real_model
 from helpers.plots import heatmap_panels, layer_head_grid, weights_row_html
 from helpers.real_model import ModelFileError, ModelNotInstalledError, load_minilm

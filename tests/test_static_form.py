@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import widgets as W
+from helpers import explorers as W
+from helpers.explorers.base import _code
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -33,7 +34,7 @@ def test_explorer_output_carries_its_static_form(make):
     # The static form: the picture as shown now, then the line saying a kernel is needed and how to start one.
     page = bundle["text/html"]
     assert ex.picture.value in page and page.index(ex.picture.value) < page.index("saved picture of the explorer")
-    assert "`make lab`" in W.KERNEL_LINE and W._code(W.KERNEL_LINE) in page and "<code>make lab</code>" in page
+    assert "`make lab`" in W.KERNEL_LINE and _code(W.KERNEL_LINE) in page and "<code>make lab</code>" in page
     assert bundle["text/plain"].startswith(W.KERNEL_LINE) and "VBox(" not in bundle["text/plain"]
     # The live widget's own last line, for a widget renderer showing saved controls without a kernel.
     assert ex.children[-1] is ex.kernel_line and "Controls change nothing?" in ex.kernel_line.value

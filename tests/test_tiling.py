@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import helpers.attention as A
-from helpers.attention import (KVCache, causal_mask, online_softmax_update, scaled_dot_product_attention,
-                               tiled_attention)
+import helpers.tiling as A
+from helpers.attention import causal_mask, scaled_dot_product_attention
+from helpers.tiling import KVCache, online_softmax_update, tiled_attention
 
 finite = st.floats(min_value=-10, max_value=10, allow_nan=False, allow_infinity=False)
 

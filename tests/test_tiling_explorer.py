@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-import helpers.widgets as W
+import helpers.explorers as W
 from helpers.examples import load_example
 
 EX = load_example("river_bank")

@@ -6,13 +6,14 @@ or from the sources' published numbers, never from the explorer itself.
 
 import math
 import re
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import helpers.widgets as W
+import helpers.explorers as W
 from helpers.attention import causal_mask
 from helpers.examples import load_example, matches
 from helpers.saturation import random_queries_keys
@@ -291,7 +292,7 @@ def test_an_error_inside_an_update_is_shown_in_the_explorer(monkeypatch, make, p
     def broken(*args, **kwargs):
         raise ValueError("something went wrong inside the update")
 
-    monkeypatch.setattr(W, pure, broken)
+    monkeypatch.setattr(sys.modules[make.__module__], pure, broken)  # the explorer's own module
     ex.controls[name].value = value  # must not raise
     assert ex.state is None
     assert ex.error == "ValueError: something went wrong inside the update"

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SETUP = r"""
 import json
 import ipywidgets
-from helpers.widgets import dk_explorer, mask_explorer, heads_explorer, real_model_explorer, tiling_explorer
+from helpers.explorers import dk_explorer, mask_explorer, heads_explorer, real_model_explorer, tiling_explorer
 explorers = {"d_k": dk_explorer(), "mask": mask_explorer(), "heads": heads_explorer(), "tiling": tiling_explorer(),
              "real model": real_model_explorer()}
 explorers["new sentence"] = explorers["real model"]

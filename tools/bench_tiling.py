@@ -25,7 +25,8 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from helpers.attention import scaled_dot_product_attention, tiled_attention
+from helpers.attention import scaled_dot_product_attention
+from helpers.tiling import tiled_attention
 
 D, BLOCK, REPEATS = 64, 256, 3
 MiB = 2 ** 20

@@ -7,7 +7,7 @@ Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
   with the template tools/html_template/course (the lab look, nothing loaded
   from another host, each figure's description as its alt text).
 - An explorer's output holds a widget view and a static form (the saved
-  picture and a line saying a kernel is needed; see helpers.widgets.Explorer).
+  picture and a line saying a kernel is needed; see helpers.explorers.Explorer).
   nbconvert draws the widget view whenever the notebook stores widget state,
   and that needs the widget manager from a CDN; so the export drops the widget
   views and the stored state, and the static form is what the page shows.

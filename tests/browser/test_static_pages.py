@@ -22,7 +22,7 @@ import export_html  # noqa: E402
 from export_html import is_explorer_output  # noqa: E402
 
 from helpers.course import ready_notebooks  # noqa: E402
-from helpers.widgets import KERNEL_LINE  # noqa: E402
+from helpers.explorers import KERNEL_LINE  # noqa: E402
 
 PAGES = [Path(n).stem for n in ready_notebooks()]
 EQUATION_NOTEBOOK = "zz_equation_check"

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.attention import causal_mask, scaled_dot_product_attention
-from helpers.exercises import Feedback, _fmt, _read
+from helpers.exercises.feedback import Feedback, _fmt, _read
 
 __all__ = ["diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT"]
 

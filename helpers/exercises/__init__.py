@@ -1,0 +1,76 @@
+"""Exercises that check themselves: ``ex.check(answer)``, ``ex.hint()``, ``ex.solution()``.
+
+A notebook builds an exercise from the inputs it shows the learner, for
+example ``AttentionWeightsExercise(X, W_Q, W_K, labels)``. The exercise
+computes the right answer from those inputs with helpers.attention, and also
+each *wrong* answer a common mistake would give (softmax over the wrong axis,
+scaling forgotten, K Q^T instead of Q K^T, ...). A learner's answer that
+matches one of those gets feedback naming the mistake. So an instructor who
+changes the inputs in the notebook changes nothing else.
+
+Mistakes are only named when they are told apart by the inputs: a wrong
+variant that gives the right answer for these inputs is dropped (dividing by
+sqrt(d_model) is no mistake when d_model equals d_k), and two variants that
+give the same numbers are reported together (``ex.mistakes`` lists what can
+be told apart). Besides the exercise's own mistakes, every numeric checker
+recognises an answer rounded too far, an answer of right numbers in the
+wrong shape (and says how to reshape *what the learner gave*), and the
+answer of another exercise built in the same session.
+
+``check`` never raises on a learner's answer, whatever it is: text, a ragged
+list, NaN, an object that refuses to become an array. It prints the feedback
+and returns nothing; ``feedback(answer)`` returns it as a :class:`Feedback`.
+``hint()`` and ``solution()`` return a :class:`Reveal`, which JupyterLab
+shows folded (click to open), so a stored notebook does not give the
+solution away at a glance.
+
+A solution is Python that can be pasted over the ``answer = ...`` line of
+the exercise cell: it reads the notebook's own variables, named by the
+``names`` argument of each exercise (e.g. ``names={"X": "X_m", "bank":
+"bank_m"}``: the notebook's name for X, and for the position of 'bank'), ends
+with ``answer = ...``, and names its own steps ``my_...`` so that pasting it
+never changes a variable of the notebook. Worked numbers are in comments.
+
+Where each part lives, one concept per module (arrows run down; nothing
+below imports this package):
+
+    feedback.py     Feedback, Reveal, and reading a learner's answer (_read, _fmt)
+    base.py         the exercise base classes, ChoiceExercise, exercise()
+    weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, d_k
+    masks_heads.py  notebooks 04-05: the combined mask, split_heads, counting weights
+    order.py        notebook 06: permuted outputs, a sinusoidal entry, the convex hull
+    cost.py         notebook 07: dot products, one online-softmax step, the KV cache's size
+    learning.py     notebook 08: the softmax's gradient, one gradient step
+    diagnose.py     diagnose(fn): what is wrong in a learner's own attention function
+
+Every public name is re-exported here: ``from helpers.exercises import X``.
+"""
+
+from __future__ import annotations
+
+from helpers.exercises.base import ChoiceExercise, _NumericExercise, exercise  # _NumericExercise: to subclass
+from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
+from helpers.exercises.diagnose import BATTERY, FAULTS, TIME_LIMIT, Diagnosis, diagnose
+from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
+from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
+from helpers.exercises.masks_heads import MaskExercise, SplitHeadsExercise, WeightsCountExercise
+from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
+from helpers.exercises.weights import (
+    AttentionWeightsExercise,
+    DkPredictionExercise,
+    OutputExercise,
+    ProjectionExercise,
+    ScoreExercise,
+    ScoreVarianceExercise,
+    SoftmaxRowExercise,
+)
+
+__all__ = [
+    "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT",
+    "ScoreExercise", "SoftmaxRowExercise", "AttentionWeightsExercise", "ProjectionExercise", "OutputExercise",
+    "DkPredictionExercise", "ScoreVarianceExercise",
+    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise",
+    "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
+    "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
+    "SoftmaxGradientExercise", "GradientStepExercise",
+]

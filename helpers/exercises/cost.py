@@ -1,0 +1,168 @@
+"""Exercises of notebook 07: counting dot products, one online-softmax step, the size of a KV cache."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises.base import _Names, _NumericExercise, _code
+from helpers.exercises.feedback import EXACT_ATOL, _fmt
+from helpers.inputs import positive_whole as _whole_number
+
+__all__ = [
+    "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
+]
+
+
+# --------------------------------------------------------------------------
+# Notebook 07: cost, the online softmax and the KV cache
+# --------------------------------------------------------------------------
+
+
+
+
+class AttentionCountExercise(_NumericExercise):
+    """How many query-key dot products one forward pass computes: num_layers * num_heads * n**2.
+
+    n: tokens; num_heads: heads per layer; num_layers: layers. Every head of
+    every layer scores each of the n queries against each of the n keys
+    (no mask, as in an encoder). The answer is one whole number.
+    """
+
+    def __init__(self, n, num_heads=1, num_layers=1):
+        n, H, L = (_whole_number(v, name) for v, name in ((n, "n"), (num_heads, "num_heads"), (num_layers, "num_layers")))
+        self.expected = np.asarray(float(L * H * n * n))
+        self.atol = 0.5
+        self.shape_note = "one whole number"
+        self.title = f"the number of dot products for {n} tokens, {H} heads and {L} layers"
+        variants = [
+            ("one_head_one_layer",
+             f"That is n × n = {n * n:,}, the count for one head of one layer. Every head of every layer scores "
+             f"all the pairs again: multiply by the {H} heads and the {L} layers.", n * n if H * L > 1 else None),
+            ("heads_forgotten",
+             f"You counted the layers but not the heads: each of the {H} heads of a layer computes its own n × n "
+             "scores.", L * n * n if H > 1 and L > 1 else None),
+            ("layers_forgotten",
+             f"You counted the heads but not the layers: each of the {L} layers runs its heads again.",
+             H * n * n if H > 1 and L > 1 else None),
+            ("linear_count",
+             "That grows like n, one dot product per token. Each query is scored against every key, so a head "
+             "computes n × n of them.", L * H * n),
+            ("causal_half",
+             "That counts only the pairs a causal mask keeps, n(n + 1)/2 per head. The question counts every "
+             "pair, as an encoder (no mask) computes them.", L * H * n * (n + 1) // 2),
+        ]
+        self._set_variants([(k, m, float(v)) for k, m, v in variants if v is not None])
+        self.hint_text = ("Start with one head of one layer: how many queries, how many keys, and how many pairs "
+                          "of one query and one key? Then every head of every layer does the same again.")
+        self.solution_text = _code([("my_per_head = " + f"{n} * {n}", f"{n * n:,} pairs of a query and a key"),
+                                    (f"answer = {L} * {H} * my_per_head", f"{L * H * n * n:,}")])
+        self.correct_note = (f"{L} layers × {H} heads × {n}² = {L * H * n * n:,} dot products, and doubling n "
+                             "would multiply it by 4.")
+
+
+class OnlineSoftmaxStepExercise(_NumericExercise):
+    """One update of the online softmax by hand: the new running maximum and running sum.
+
+    running_max, running_sum: m and l of one row after the keys read so far
+    (l is the sum of exp(score - m) over them). block_scores: the (scaled)
+    scores of the next block of keys. The answer is [m', l'] with
+    m' = max(m, max(block_scores)) and l' = exp(m - m') * l + sum(exp(s - m')).
+    names: the notebook's names for "running_max", "running_sum" and
+    "block_scores", for the solution.
+    """
+
+    def __init__(self, running_max, running_sum, block_scores, names=None):
+        try:
+            m, l = float(running_max), float(running_sum)
+            s = np.atleast_1d(np.asarray(block_scores, dtype=float))
+        except (TypeError, ValueError):
+            m, l, s = np.nan, np.nan, np.array([np.nan])
+        if s.ndim != 1 or not np.all(np.isfinite(s)) or not np.isfinite(m) or not np.isfinite(l) or l < 1:
+            raise ValueError("running_max must be a finite number, running_sum a number >= 1 (the key with the "
+                             "maximum adds exp(0) = 1) and block_scores a list of finite scores; "
+                             f"got {running_max!r}, {running_sum!r}, {block_scores!r}")
+        new = max(m, float(s.max()))
+        factor = np.exp(m - new)
+        self.expected = np.array([new, factor * l + np.exp(s - new).sum()])
+        self.atol = EXACT_ATOL
+        self.shape_note = "two numbers, [new running max, new running sum]"
+        self.title = "the running max and sum after one more block"
+        moved = new != m
+        variants = [
+            ("not_rescaled",
+             f"Your sum keeps the old l = {_fmt(l)} as it was, but it was measured against the old maximum "
+             f"{_fmt(m)}. Multiply it by exp(m - m') = {_fmt(factor)} before adding the new block.",
+             [new, l + np.exp(s - new).sum()] if moved else None),
+            ("factor_upside_down",
+             f"You multiplied the old sum by exp(m' - m) = {_fmt(1 / factor)}. The factor is exp(m - m') = "
+             f"{_fmt(factor)}, at most 1: the old terms shrink when the maximum grows.",
+             [new, l / factor + np.exp(s - new).sum()] if moved else None),
+            ("old_max_kept",
+             f"You kept the old maximum {_fmt(m)}. The running maximum becomes the larger of it and the block's "
+             f"largest score, and both parts of the sum are measured against that.",
+             [m, l + np.exp(s - m).sum()] if moved else None),
+            ("max_not_subtracted",
+             "You added exp(score) for the new scores, without subtracting the new maximum: each new term is "
+             "exp(score - m').", [new, factor * l + np.exp(s).sum()]),
+            ("scores_not_exponentiated",
+             "You added the scores themselves. The running sum adds exp(score - m') for each new score.",
+             [new, factor * l + (s - new).sum()]),
+        ]
+        self._set_variants([v for v in variants if v[2] is not None])
+        names = _Names(names, {"running_max": "running_max", "running_sum": "running_sum", "block_scores": "block_scores"})
+        mn, ln, sn = names["running_max"], names["running_sum"], names["block_scores"]
+        self.hint_text = ("First the new maximum m': the larger of the old m and the block's largest score. The old "
+                          "sum was measured against m, so it gets the factor exp(m - m'). Then add exp(score - m') "
+                          "for each score of the block.")
+        self.solution_text = _code([
+            (f"my_m = max({mn}, max({sn}))", _fmt(new)),
+            (f"my_l = np.exp({mn} - my_m) * {ln} + np.exp(np.asarray({sn}) - my_m).sum()",
+             f"{_fmt(factor)} × {_fmt(l)} + {_fmt(np.exp(s - new).sum())}"),
+            ("answer = [my_m, my_l]", _fmt(self.expected)),
+        ])
+        self.correct_note = (f"m' = {_fmt(new)} and l' = {_fmt(self.expected[1])}: the old sum is re-expressed "
+                             "against the new maximum, then the block's terms are added.")
+
+
+class KVCacheSizeExercise(_NumericExercise):
+    """How many numbers a KV cache holds: 2 * num_layers * num_heads * d_k * n.
+
+    A decoder caches one key and one value (each d_k numbers, with d_v = d_k)
+    per token, per head, per layer. The answer is a count of numbers, not
+    bytes.
+    """
+
+    def __init__(self, num_layers, num_heads, d_k, n):
+        L, H, d, n = (_whole_number(v, name) for v, name in
+                      ((num_layers, "num_layers"), (num_heads, "num_heads"), (d_k, "d_k"), (n, "n")))
+        total = 2 * L * H * d * n
+        self.expected = np.asarray(float(total))
+        self.atol = 0.5
+        self.shape_note = "one whole number: how many numbers the cache holds"
+        self.title = f"the size of the KV cache of {L} layers, {H} heads of d_k = {d}, at n = {n}"
+        variants = [
+            ("keys_only",
+             f"That is half of it: the keys only (or the values only). The cache keeps a key and a value per token, "
+             "per head, per layer: the factor 2.", total // 2),
+            ("cache_heads_forgotten",
+             f"You left out the heads: each of the {H} heads has its own keys and values.",
+             total // H if H > 1 else None),
+            ("cache_layers_forgotten",
+             f"You left out the layers: each of the {L} layers keeps its own cache.", total // L if L > 1 else None),
+            ("cache_n_squared",
+             "That grows with n × n, like the scores. The cache grows with n: each new token adds one key and one "
+             "value per head and layer.", total * n),
+            ("bytes_float64",
+             "That is the size in bytes at 8 bytes per number (float64). The question asks how many numbers.",
+             total * 8),
+            ("bytes_float32",
+             "That is the size in bytes at 4 bytes per number (float32). The question asks how many numbers.",
+             total * 4),
+        ]
+        self._set_variants([(k, m, float(v)) for k, m, v in variants if v is not None])
+        self.hint_text = ("One token in one head of one layer adds a key of d_k numbers and a value of d_v = d_k "
+                          "numbers. Multiply by the tokens, the heads and the layers.")
+        self.solution_text = _code([(f"my_per_token = 2 * {d}", "a key and a value of d_k numbers each"),
+                                    (f"answer = my_per_token * {H} * {L} * {n}", f"{total:,} numbers")])
+        self.correct_note = (f"{total:,} numbers: {total * 8 / 2**20:.1f} MiB in float64, "
+                             f"{total * 4 / 2**20:.1f} MiB in float32. It grows with n, not n².")

@@ -1,0 +1,224 @@
+"""Exercises of notebooks 04 and 05: the combined causal and padding mask, split_heads, counting weights."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises.base import _Exercise, _Names, _NumericExercise, _code, _matrix, _whole
+from helpers.exercises.feedback import EXACT_ATOL, Feedback, _comment, _fmt, _shape_words
+from helpers.inputs import refuse_masked_array
+
+__all__ = [
+    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise",
+]
+
+
+class MaskExercise(_Exercise):
+    """Build the combined causal and padding mask of a batch: True = may attend.
+
+    lengths: the number of real tokens of each sentence (B of them); n: the
+    padded length (default the longest). The answer is a boolean array of
+    shape (B, n, n): entry [b, i, j] is True when key j is at or before query
+    i (causal mask, diagonal kept) and key j is a real token of sentence b
+    (padding mask, on the keys). ``names`` maps "lengths" and "n" to the
+    notebook's names, for the solution.
+
+    The checker reads booleans (and names 0/1 numbers as such), and names the
+    flipped mask, the padding mask alone in shape (B, n_k), | for &, the
+    dropped diagonal, padding on the queries, and either mask missing.
+    """
+
+    def __init__(self, lengths, n=None, names=None):
+        try:
+            lengths = [_whole(length, "each entry of lengths") for length in lengths]
+        except TypeError:
+            raise ValueError(f"lengths must be a list of whole numbers (real tokens per sentence); got {lengths!r}") from None
+        if not lengths:
+            raise ValueError("lengths must name at least one sentence; got an empty list")
+        n = max(lengths) if n is None else _whole(n, "n")
+        if max(lengths) > n:
+            raise ValueError(f"n must be at least the longest sentence, {max(lengths)}; got {n}")
+        B = len(lengths)
+        causal = np.tril(np.ones((n, n), dtype=bool))
+        real = np.arange(n)[None, :] < np.array(lengths)[:, None]           # (B, n_k)
+        pad_keys = real[:, None, :]                                          # (B, 1, n_k)
+        self.expected = causal[None] & pad_keys
+        self.shape = (B, n, n)
+        self._variants = [
+            ("mask_flipped",
+             "Your mask is the wrong way round: True where a query may NOT attend (the convention of "
+             "torch.nn.MultiheadAttention). Here True = may attend: flip it with ~.", ~self.expected),
+            ("or_for_and",
+             "You combined the masks with | (or): a key is then visible when EITHER mask allows it, so later "
+             "words and [pad] keys leak in. A key may be read only where both allow it: use &.",
+             causal[None] | pad_keys),
+            ("dropped_diagonal",
+             "The diagonal is missing: no word may read itself, and the first word of each sentence has nothing "
+             "left to attend to. The causal mask keeps the diagonal: np.tril with k=0.",
+             np.tril(np.ones((n, n), dtype=bool), k=-1)[None] & pad_keys),
+            ("padding_on_queries",
+             "The padding mask is on the queries (rows) instead of the keys (columns): real[:, :, None] hides "
+             "whole rows. Padding must hide the [pad] keys from every query: real[:, None, :].",
+             causal[None] & real[:, :, None]),
+            ("no_padding",
+             f"That is the causal mask alone, shape ({n}, {n}): the same for both sentences, so the [pad] keys "
+             f"stay visible. Combine it with the padding mask to get one mask per sentence, shape {self.shape}.",
+             causal),
+            ("no_causal",
+             "That is the padding mask by itself, the same for every query: every word still reads the words "
+             "after it. Combine it with the causal mask using &.", np.broadcast_to(pad_keys, self.shape)),
+            ("padding_shape",
+             f"That is the padding mask alone, in shape (B, n_k) = {real.shape}. It cannot broadcast against "
+             f"(n_q, n_k): give it a query axis, real[:, None, :], shape (B, 1, n_k), and combine it with the "
+             f"causal mask using &, to get shape {self.shape}.", real),
+        ]
+        names = _Names(names, {"lengths": "lengths", "n": "n"})
+        self.hint_text = (f"Two masks, one answer of shape (B, n_q, n_k) = {self.shape}. The causal mask is "
+                          "(n, n), True on and below the diagonal. The padding mask is True at the real tokens of "
+                          "each sentence, (B, n); it hides keys, so which axis must it get for the queries? Then "
+                          "a key may be read only where both masks allow it.")
+        self.solution_text = _code([
+            (f"my_causal = np.tril(np.ones(({names['n']}, {names['n']}), dtype=bool))",
+             "(n_q, n_k): True on and below the diagonal"),
+            (f"my_real = np.arange({names['n']}) < np.array({names['lengths']})[:, None]", "(B, n_k): True at real tokens"),
+            ("answer = my_causal[None, :, :] & my_real[:, None, :]", f"(B, n_q, n_k) = {self.shape}"),
+        ])
+        self.correct_note = (f"Shape {self.shape}: each sentence gets its own (n_q, n_k) mask, the lower "
+                             "triangle with the [pad] columns switched off.")
+
+    @property
+    def mistakes(self):
+        """The keys of the mistakes this checker names."""
+        return [key for key, _, _ in self._variants]
+
+    def _feedback(self, answer):
+        if isinstance(answer, (str, bytes)):
+            return Feedback(False, "not_boolean", "Your answer is text (a string in quotes). A mask is an array of "
+                                                  "True/False values: remove the quotes.")
+        if callable(answer) and not isinstance(answer, np.ndarray):
+            return Feedback(False, "function", "Your answer is a function, not its result. Call it and give what it returns.")
+        try:  # refused as scaled_dot_product_attention refuses it: np.asarray would drop its mask
+            refuse_masked_array(answer, "answer", how=(
+                "give a plain boolean array, True = may attend: from a masked array m whose True means hidden, "
+                "that is ~np.ma.getmaskarray(m)"))
+        except ValueError as exc:
+            return Feedback(False, "masked_array", f"Your {exc}.")
+        try:
+            arr = np.asarray(answer)
+        except ValueError:  # ragged lists
+            return Feedback(False, "unreadable", "I could not read your answer as an array: if it is a list of "
+                                                 "rows, every row needs the same length.")
+        as_numbers = arr.dtype.kind in "iuf"
+        if as_numbers and arr.size and np.all(np.isin(arr, (0, 1))):
+            arr = arr.astype(bool)
+        elif arr.dtype.kind != "b":
+            return Feedback(False, "not_boolean",
+                            "A mask is an array of True/False values (dtype bool), True = may attend. "
+                            f"Yours has dtype {arr.dtype}{' and not only 0s and 1s' if as_numbers else ''}.")
+        matched = None
+        if arr.shape == self.shape and np.array_equal(arr, self.expected):
+            matched = (None, None)
+        else:
+            for key, message, value in self._variants:
+                if arr.shape == value.shape and np.array_equal(arr, value):
+                    matched = (key, message)
+                    break
+        if matched is not None and as_numbers:
+            return Feedback(False, "not_boolean",
+                            "Your pattern of 1s and 0s " + ("is right" if matched[0] is None else "is not right yet")
+                            + ", but a mask must be True/False values: scaled_dot_product_attention refuses numbers. "
+                            "Make it boolean, for example with answer.astype(bool), or build it from comparisons "
+                            "and np.tril(..., dtype=bool).")
+        if matched == (None, None):
+            return Feedback(True, None, "Correct! " + self.correct_note)
+        if matched is not None:
+            return Feedback(False, *matched)
+        if arr.shape != self.shape:
+            return Feedback(False, "shape",
+                            f"Wrong shape: the mask is (B, n_q, n_k) = {self.shape}, one (n_q, n_k) mask per "
+                            f"sentence; yours is {_shape_words(arr.shape)}.")
+        wrong = np.argwhere(arr != self.expected)
+        b, i, j = (int(v) for v in wrong[0])
+        return Feedback(False, "different",
+                        f"Not yet: {len(wrong)} of {arr.size} entries differ, the first at sentence {b}, query {i}, "
+                        f"key {j} (it should be {bool(self.expected[b, i, j])}). The hint cell below may help.")
+
+
+class SplitHeadsExercise(_NumericExercise):
+    """Write split_heads yourself: (n, d_model) -> (num_heads, n, d_k), head h taking features h*d_k .. (h+1)*d_k - 1.
+
+    x: (n, d_model); num_heads must divide d_model. names: the notebook's
+    name for "x", for the solution. The checker names the reshape without
+    a transpose (right shape, wrong numbers) apart from the reshape that
+    leaves tokens first (wrong shape), and features dealt out in turn.
+    """
+
+    def __init__(self, x, num_heads, names=None):
+        x = _matrix(x, "x")
+        n, d_model = x.shape
+        num_heads = _whole(num_heads, "num_heads")
+        if d_model % num_heads:
+            raise ValueError(f"num_heads must divide d_model = {d_model}; got {num_heads}")
+        d_k = d_model // num_heads
+        self.expected = x.reshape(n, num_heads, d_k).transpose(1, 0, 2)
+        self.atol = EXACT_ATOL
+        self.shape_note = f"(num_heads, n, d_k) = ({num_heads}, {n}, {d_k})"
+        self.title = f"x split into {num_heads} heads"
+        self.labels_rows = None
+        variants = [
+            ("reshape_no_transpose",
+             f"Right shape, wrong numbers: you reshaped straight to ({num_heads}, {n}, {d_k}) without a transpose. "
+             "A reshape reads the numbers row by row, so one head's block takes features of several tokens. "
+             f"Reshape to (n, num_heads, d_k) = ({n}, {num_heads}, {d_k}) first, then swap the first two axes: "
+             ".transpose(1, 0, 2).", x.reshape(num_heads, n, d_k)),
+            ("heads_not_first",
+             f"The features are cut right, but your axes are (n, num_heads, d_k) = ({n}, {num_heads}, {d_k}): "
+             "tokens first. Bring the heads axis to the front with .transpose(1, 0, 2).",
+             x.reshape(n, num_heads, d_k) if n != num_heads else None),
+            ("interleaved",
+             "Your heads take the features dealt out in turn (head 0 gets features 0, num_heads, 2 num_heads, ...). "
+             f"Each head takes a contiguous slice: head h gets features h*d_k to (h+1)*d_k - 1, with d_k = {d_k}.",
+             x.reshape(n, d_k, num_heads).transpose(2, 0, 1) if d_k > 1 else None),
+        ]
+        self._set_variants([v for v in variants if v[2] is not None])   # None: impossible with these sizes
+        names = _Names(names, {"x": "x"})
+        self.hint_text = (f"Head h owns features h*d_k to (h+1)*d_k - 1 of every token (d_k = {d_k}). A reshape "
+                          f"to (n, num_heads, d_k) cuts each token's row into those slices; then which axis must "
+                          "come first?")
+        self.solution_text = _code([
+            (f"my_cut = {names['x']}.reshape({n}, {num_heads}, {d_k})", "(n, num_heads, d_k): each row cut into slices"),
+            ("answer = my_cut.transpose(1, 0, 2)", f"(num_heads, n, d_k) = ({num_heads}, {n}, {d_k})"),
+        ]) + "\n# head 0:\n" + _comment(_fmt(self.expected[0]))
+        self.correct_note = (f"Head 0 holds features 0 to {d_k - 1} of every token, head 1 the next {d_k}, and so on: "
+                             "as helpers.attention.split_heads does.")
+
+
+class WeightsCountExercise(_NumericExercise):
+    """How many attention weights one multi-head layer holds for a sentence of n tokens.
+
+    n: tokens; num_heads: heads. Each head has its own (n, n) matrix of
+    weights, whatever d_k is, so the answer is num_heads * n * n (Vaswani et
+    al. 2017, section 3.2.2: h attention functions in parallel).
+    """
+
+    def __init__(self, n, num_heads):
+        n, num_heads = _whole(n, "n"), _whole(num_heads, "num_heads")
+        self.expected = np.asarray(float(num_heads * n * n))
+        self.atol = 0.5
+        self.shape_note = "a count is one number"
+        self.title = f"the number of attention weights of {num_heads} heads over {n} tokens"
+        self._set_variants([
+            ("one_head",
+             f"That is n × n = {n * n}, the weights of one head. Every head has its own n × n matrix.",
+             np.asarray(float(n * n))),
+            ("split_like_features",
+             "The features are split among the heads, but the weights are not: each head scores every query "
+             f"against every key, so each has all n × n = {n * n} of them.", np.asarray(n * n / num_heads)),
+            ("one_per_token",
+             "That is one weight per head per token. A head has one weight for every (query, key) pair.",
+             np.asarray(float(num_heads * n))),
+        ])
+        self.hint_text = "How many (query, key) pairs does one head score? And how many heads score them, each its own way?"
+        self.solution_text = _code([("answer = " + f"{num_heads} * {n} * {n}",
+                                     f"num_heads × n × n = {num_heads * n * n:,}")])
+        self.correct_note = f"{num_heads * n * n:,} weights: {num_heads} separate {n} × {n} matrices."

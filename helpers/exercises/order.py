@@ -1,0 +1,213 @@
+"""Exercises of notebook 06: order and position (permuted outputs, a sinusoidal entry, the convex hull)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.attention import scaled_dot_product_attention
+from helpers.exercises.base import ChoiceExercise, _Names, _NumericExercise, _code, _index, _matrix
+from helpers.exercises.feedback import EXACT_ATOL, _comment, _fmt
+from helpers.hull import convex_weights, edge_beyond, hull_position
+from helpers.positions import sinusoidal_positional_encoding
+
+__all__ = [
+    "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
+]
+
+
+# --------------------------------------------------------------------------
+# Notebook 06: order and position
+# --------------------------------------------------------------------------
+
+class PermutedOutputExercise(_NumericExercise):
+    """Predict self-attention's outputs for the same words in another order.
+
+    X: (n, d_model); W_Q, W_K: (d_model, d_k); W_V: (d_model, d_v); tokens:
+    the n tokens in their first order; order: the same tokens in the new
+    order (each once). names: the notebook's names for "out" (the outputs
+    of the first order) and "perm" (the new order as positions of the old,
+    perm[i] = old position of the word now at i), for the solution.
+
+    The answer is the (n, d_v) matrix of outputs of the reordered sentence,
+    row i for the word now at position i: the old outputs, moved with their
+    words (out[perm]), because self-attention without positions is
+    permutation equivariant. Tolerance as in OutputExercise.
+    """
+
+    def __init__(self, X, W_Q, W_K, W_V, tokens, order, names=None):
+        X, W_Q, W_K, W_V = (_matrix(m, name) for m, name in ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
+        for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
+            if W.shape[0] != X.shape[1]:
+                raise ValueError(f"{name} must have d_model = {X.shape[1]} rows to match X of shape {X.shape}; got {W.shape}")
+        if W_Q.shape[1] != W_K.shape[1]:
+            raise ValueError(f"W_Q and W_K must give the same d_k; got shapes {W_Q.shape} and {W_K.shape}")
+        if isinstance(order, str) or not hasattr(order, "__iter__"):
+            raise ValueError(f"order must be a list of the tokens in their new order; got {order!r}")
+        tokens, order = list(tokens), list(order)
+        if len(tokens) != X.shape[0]:
+            raise ValueError(f"tokens must name the {X.shape[0]} rows of X; got {len(tokens)}")
+        if sorted(map(str, order)) != sorted(map(str, tokens)) or len(set(tokens)) != len(tokens):
+            raise ValueError(f"order must hold each of the tokens {tokens} exactly once; got {order!r}")
+        perm = np.array([_index(tokens, t, "order") for t in order])
+        V = X @ W_V
+        out, W = scaled_dot_product_attention(X @ W_Q, X @ W_K, V)
+        self.perm = perm
+        self.expected = out[perm]
+        self.atol = np.broadcast_to(EXACT_ATOL * np.abs(V).sum(axis=0) + EXACT_ATOL, self.expected.shape)
+        self.labels_rows, self.labels_cols = [str(t) for t in order], [str(c) for c in range(V.shape[1])]
+        self.shape_note = f"one output row of d_v = {V.shape[1]} numbers for each of the {len(tokens)} words"
+        self.title = f"the outputs of '{' '.join(map(str, order))}'"
+        names = _Names(names, {"out": "out", "perm": "perm"})
+        new = " ".join(map(str, order))
+        self._set_variants([
+            ("unpermuted",
+             "Those are the outputs of the first order, row for row, as if nothing had moved. Each word keeps "
+             "its own output, but the rows move with the words: row i belongs to the word now at position i. "
+             "Self-attention is permutation equivariant, not invariant.", out),
+            ("inverse_order",
+             f"You moved the rows the opposite way (the inverse permutation). Row i of the answer is the word "
+             f"now at position i of '{new}', and its output is the old row of that word: {names['out']}[{names['perm']}].",
+             out[np.argsort(perm)]),
+            ("values_only",
+             "You reordered the values but kept the old weights. The weights move with their keys, and each "
+             "output with its word: nothing inside a row changes, only which row is where.", W @ V[perm]),
+            ("columns_not_values",
+             "You reordered the columns of the weights (the keys) but not the values they are paired with, "
+             "so each weight now multiplies another word's value. A weight stays with its key's value.",
+             W[perm][:, perm] @ V),
+        ])
+        self.hint_text = ("Nothing about a word's query, key or value depends on where it stands. So does any "
+                          "word's output change when the words move? Then only the order of the rows changes.")
+        rows = "\n".join(f"row {i}: '{t}' was at position {int(p)}, output {_fmt(self.expected[i])}"
+                         for i, (t, p) in enumerate(zip(order, perm)))
+        self.solution_text = (_code([(f"answer = {names['out']}[{names['perm']}]",
+                                      "each word's old output, in the new order")])
+                              + "\n" + _comment(rows))
+        self.correct_note = "The outputs moved with their words and did not change: permutation equivariance."
+
+
+class SinusoidalEntryExercise(_NumericExercise):
+    """One entry of the sinusoidal positional encoding, by hand (Vaswani et al. 2017, section 3.5).
+
+    pos: the position (whole number >= 0); column: the column of the
+    encoding (0 .. d_model - 1); d_model: even whole number >= 2. The answer
+    is PE[pos, column] = sin(pos / 10000^(2i / d_model)) for column = 2i,
+    cos(same) for column = 2i + 1. Tolerance: half a unit in the third decimal.
+    """
+
+    def __init__(self, pos, column, d_model):
+        if isinstance(pos, bool) or not isinstance(pos, (int, np.integer)) or pos < 0:
+            raise ValueError(f"pos must be a whole number >= 0; got {pos!r}")
+        pe = sinusoidal_positional_encoding(int(pos) + 1, d_model)   # checks d_model
+        if isinstance(column, bool) or not isinstance(column, (int, np.integer)) or not 0 <= column < d_model:
+            raise ValueError(f"column must be a whole number from 0 to d_model - 1 = {d_model - 1}; got {column!r}")
+        pos, column, d_model = int(pos), int(column), int(d_model)
+        i = column // 2
+        trig, other = (np.sin, np.cos) if column % 2 == 0 else (np.cos, np.sin)
+        name, other_name = ("sin", "cos") if column % 2 == 0 else ("cos", "sin")
+        angle = pos / 10000.0 ** (2 * i / d_model)
+        self.expected = np.asarray(pe[pos, column])
+        self.atol = EXACT_ATOL
+        self.shape_note = "one entry of the encoding is one number"
+        self.title = f"PE[{pos}, {column}] for d_model = {d_model}"
+        self._set_variants([
+            ("sin_cos_swapped",
+             f"You took the {other_name}; column {column} is {'even' if name == 'sin' else 'odd'}, so it takes the "
+             f"{name}. Even columns (2i) hold sines, odd columns (2i + 1) cosines.", other(angle)),
+            ("degrees",
+             f"That is the {name} of {_fmt(angle)} degrees. The angle is in radians: a calculator in degree mode "
+             "gives this. In numpy, np.sin and np.cos take radians.", trig(np.deg2rad(angle))),
+            ("column_as_i",
+             f"You put the column number {column} in place of i. The i of the formula counts pairs of columns: "
+             f"columns 2i and 2i + 1 share it, so column {column} has i = {column} // 2 = {i}.",
+             trig(pos / 10000.0 ** (2 * column / d_model))),
+            ("dropped_2",
+             f"Your exponent is i / d_model = {i}/{d_model}; the formula's is 2i / d_model = {2 * i}/{d_model}.",
+             trig(pos / 10000.0 ** (i / d_model))),
+            ("two_i_plus_one",
+             f"Your exponent is {column}/{d_model}, the column number over d_model. The exponent is 2i / d_model "
+             f"with i = {i}: {2 * i}/{d_model}; the + 1 only says that it is the cosine of the pair.",
+             trig(pos / 10000.0 ** (column / d_model))),
+            ("multiplied",
+             f"You multiplied the position by 10000^(2i/d_model). The formula divides: pos / 10000^({2 * i}/{d_model}), "
+             "so that later pairs turn more slowly.", trig(pos * 10000.0 ** (2 * i / d_model))),
+            ("angle_only",
+             f"That is the angle itself, {_fmt(angle)} radians. The entry is its {name}.", np.asarray(angle)),
+        ])
+        self.hint_text = (f"Column {column} is {'even' if name == 'sin' else 'odd'}, so it is a {name}. Its pair "
+                          f"number is i = {column} // 2 = {i}. The angle is pos / 10000^(2i / d_model), in radians.")
+        self.solution_text = _code([
+            (f"my_i = {column} // 2", f"column {column} belongs to pair i = {i}"),
+            (f"my_angle = {pos} / 10000 ** (2 * my_i / {d_model})",
+             f"{pos} / 10000^({2 * i}/{d_model}) = {_fmt(angle)} radians"),
+            (f"answer = np.{name}(my_angle)", f"{name}({_fmt(angle)}) = {float(self.expected):.4f}"),
+        ])
+        self.correct_note = f"PE[{pos}, {column}] = {name}({_fmt(angle)}) = {float(self.expected):.4f}."
+
+
+def _pair(v):
+    """A 2-D point as the course writes it: (0.9, 0.4)."""
+    return "(" + ", ".join(_fmt(c) for c in v) + ")"
+
+
+class HullExercise(ChoiceExercise):
+    """Can this point be an attention output? Yes or no, decided from the values.
+
+    point: (x, y); values: array (n, 2), the values V of one attention layer;
+    labels: the n words. The right answer is measured, not stored: "yes"
+    when the point lies strictly inside the convex hull of the values (it is
+    a weighted average with weights above 0, which a softmax can give), "no"
+    when it lies outside (no weights >= 0 summing to 1 reach it). A query is
+    assumed to see at least one key (a fully masked row returns the zero
+    vector instead). Raises ValueError when the point lies on the hull's
+    edge: reaching it needs a weight of exactly 0, which only a mask gives,
+    so the question would have no clean answer.
+    """
+
+    OPTIONS = {"yes": "some scores make this point the output",
+               "no": "no scores can make this point the output"}
+
+    def __init__(self, point, values, labels):
+        V = _matrix(values, "values")
+        labels = [str(t) for t in labels]
+        if len(labels) != len(V):
+            raise ValueError(f"labels must give one word per row of values ({len(V)}); got {len(labels)}")
+        where = hull_position(point, V)
+        if where == "edge":
+            raise ValueError(f"point {tuple(map(float, point))} lies on the edge of the hull of the values: choose a "
+                             "point clearly inside or outside it")
+        self.point = np.asarray(point, dtype=float)
+        answer = "yes" if where == "inside" else "no"
+        lo, hi = V.min(axis=0), V.max(axis=0)
+        in_box = bool(np.all((lo <= self.point) & (self.point <= hi)))
+        p = _pair(self.point)
+
+        def name(corner):
+            return labels[int(np.flatnonzero(np.all(V == corner, axis=1))[0])]
+
+        if answer == "yes":
+            w = convex_weights(self.point, V)
+            mix = " + ".join(f"{_fmt(x)} × v_{labels[j]}" for j, x in enumerate(w) if x > 0)
+            yes = (f"{p} lies inside the hull of the values: it is a weighted average of them, for example {mix}. "
+                   "A softmax never gives a weight of exactly 0, but every point strictly inside the hull is also "
+                   "an average with all weights above 0, and scores s_j = log(w_j) give exactly those weights.")
+            no = (f"{p} lies inside the hull of the values (the polygon with the values at its corners), so it is a "
+                  f"weighted average of them, for example {mix}, and scores s_j = log(w_j) give such weights.")
+        else:
+            a, b = edge_beyond(self.point, V)
+            no = (f"{p} lies outside the hull of the values, beyond the edge from '{name(a)}' to '{name(b)}'. Every "
+                  "output is a weighted average with weights >= 0 that sum to 1, so it stays inside the hull, "
+                  "whatever the scores.")
+            yes = (f"An output is a weighted average of the values, so it cannot leave their hull, and {p} lies "
+                   f"outside it, beyond the edge from '{name(a)}' to '{name(b)}'.")
+            if in_box:
+                yes += (" Each of its coordinates lies between the smallest and largest of the values' coordinates, "
+                        "but that box is larger than the hull: it is a common mistake to check the coordinates "
+                        "one at a time.")
+        listed = ", ".join(f"'{t}' {_pair(v)}" for t, v in zip(labels, V))
+        super().__init__(
+            question=(f"The values are {listed}. Can some query, "
+                      f"seeing all of them, get the output {p}?"),
+            options=self.OPTIONS, answer=answer, why={"yes": yes, "no": no},
+            hint=("An output is w_1 v_1 + ... + w_n v_n with every w_j >= 0 and their sum 1. Draw the values, "
+                  "stretch a rubber band around them: which side of the band is the point on?"))

@@ -1,0 +1,188 @@
+"""The layout of helpers/ (issue 20): names stay findable, arrows run down, no circles, no module too big.
+
+Arrows run one way: explorers and exercises -> plots, examples, real_model,
+training, ... -> attention, positions, tiling -> inputs, paths (DESIGN.md).
+"""
+
+import ast
+import importlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from helpers.attention import causal_mask, scaled_dot_product_attention
+
+ROOT = Path(__file__).resolve().parent.parent
+HELPERS = ROOT / "helpers"
+
+
+def module_name(path):
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(HELPERS.rglob("*.py"))}
+
+
+def helpers_imports(path):
+    """The helpers modules ``path`` imports (anywhere in the file, top level or inside a function)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("helpers")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("helpers"):
+            for a in node.names:  # `from helpers import attention` imports the module helpers.attention
+                sub = f"{node.module}.{a.name}"
+                found.add(sub if sub in MODULES else node.module)
+    return found - {"helpers"}
+
+
+GRAPH = {name: helpers_imports(path) for name, path in MODULES.items()}
+
+# Names imported from helpers before issue 20, by notebooks, tests, tools and INSTRUCTORS.md, and where
+# they are imported from now. Every one must still be importable there.
+IMPORTED_BEFORE = {
+    "helpers.exercises": "AttentionCountExercise AttentionWeightsExercise ChoiceExercise DkPredictionExercise Feedback "
+                         "GradientStepExercise HullExercise KVCacheSizeExercise MaskExercise OnlineSoftmaxStepExercise "
+                         "OutputExercise PermutedOutputExercise ProjectionExercise Reveal ScoreExercise "
+                         "ScoreVarianceExercise SinusoidalEntryExercise SoftmaxGradientExercise SoftmaxRowExercise "
+                         "SplitHeadsExercise WeightsCountExercise _NumericExercise _fmt diagnose exercise",
+    "helpers.exercises.diagnose": "ATOL BATTERY Diagnosis FAULTS RIGHT RTOL TIME_LIMIT _Model _SINGLE diagnose",  # was helpers.diagnose
+    "helpers.explorers": "DK_CHOICES KERNEL_LINE dk_explorer dk_state heads_explorer heads_state mask_explorer "  # was helpers.widgets
+                         "mask_state random_model real_model_explorer real_model_state setup_check tiling_explorer "
+                         "tiling_state Explorer",
+    "helpers.attention": "attention_entropy causal_mask merge_heads multi_head_attention padding_mask "
+                         "scaled_dot_product_attention softmax split_heads",
+    "helpers.tiling": "KVCache TILE_NUMBERS online_softmax_update tiled_attention",  # were in helpers.attention
+    "helpers.positions": "sinusoidal_positional_encoding",                           # was in helpers.attention
+}
+
+
+@pytest.mark.parametrize("module", sorted(IMPORTED_BEFORE))
+def test_every_name_imported_before_is_importable_from_its_home(module):
+    mod = importlib.import_module(module)
+    missing = [name for name in IMPORTED_BEFORE[module].split() if not hasattr(mod, name)]
+    assert not missing, f"{module} lacks {missing}"
+
+
+def imports_in(source):
+    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("helpers"):
+            yield from ((node.module, a.name) for a in node.names)
+        elif isinstance(node, ast.Import):
+            yield from ((a.name, None) for a in node.names if a.name.startswith("helpers"))
+
+
+def imports_today():
+    found = set()
+    for path in [*ROOT.glob("tests/**/*.py"), *ROOT.glob("tools/*.py")]:
+        found |= set(imports_in(path.read_text()))
+    for path in ROOT.glob("notebooks/*.ipynb"):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                found |= set(imports_in("".join(cell["source"])))
+    for block in re.findall(r"```python\n(.*?)```", (ROOT / "INSTRUCTORS.md").read_text(), re.S):
+        found |= set(imports_in(block))
+    return sorted(found, key=str)
+
+
+def test_every_import_of_the_notebooks_tests_tools_and_instructors_guide_works():
+    broken = []
+    for module, name in imports_today():
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            broken.append(module)
+            continue
+        if name is not None and not hasattr(mod, name) and f"{module}.{name}" not in MODULES:
+            broken.append(f"{module}.{name}")
+    assert not broken
+
+
+def test_the_old_rooms_are_gone_with_no_alias_left():
+    for old in ("widgets.py", "diagnose.py", "exercises.py"):
+        assert not (HELPERS / old).exists()
+    with pytest.raises(ImportError):
+        importlib.import_module("helpers.widgets")
+
+
+def test_attention_imports_nothing_but_numpy_and_inputs():
+    tree = ast.parse(MODULES["helpers.attention"].read_text())
+    imported = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    imported |= {f"{n.module}.{a.name}" if n.module == "helpers" else n.module
+                 for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert imported <= {"numpy", "__future__", "helpers.inputs"}, imported
+
+
+def test_arrows_run_down():
+    top = ("helpers.exercises", "helpers.explorers")
+    core = {"helpers.attention", "helpers.positions", "helpers.tiling"}
+    for name, targets in GRAPH.items():
+        for package in top:      # nothing below a package imports it
+            if not name.startswith(package):
+                assert not any(t.startswith(package) for t in targets), f"{name} imports {package} from below"
+        if name in core:
+            assert targets <= core | {"helpers.inputs"}, f"{name} imports {targets - core}"
+        if name in ("helpers.inputs", "helpers.paths"):
+            assert not targets, f"{name} is at the bottom but imports {targets}"
+
+
+def test_no_circles():
+    state = {}
+
+    def visit(name, path):
+        if state.get(name) == "open":
+            pytest.fail("import circle: " + " -> ".join(path + [name]))
+        if state.get(name) != "done":
+            state[name] = "open"
+            for target in sorted(GRAPH.get(name, ())):
+                if target in MODULES and target != name:
+                    visit(target, path + [name])
+            state[name] = "done"
+
+    for name in sorted(GRAPH):
+        visit(name, [])
+
+
+def test_no_module_holds_more_than_a_fifth_of_the_package():
+    lines = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    total = sum(lines.values())
+    assert max(lines.values()) <= total / 5, {k: v for k, v in lines.items() if v > total / 5}
+
+
+def test_attention_reads_as_its_equations():
+    source = MODULES["helpers.attention"].read_text()
+    assert len(source.splitlines()) <= 500
+    fn = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "scaled_dot_product_attention")
+    body = fn.body[1:]  # the docstring excluded
+    assert body[-1].end_lineno - body[0].lineno + 1 <= 30
+
+
+def plain_attention(Q, K, V, mask):
+    """The textbook computation, with nothing skipped: scores, mask, max subtracted, exp, normalise."""
+    s = Q @ K.T / np.sqrt(Q.shape[-1])
+    s = np.where(mask, s, -np.inf)
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(total == 0, 1.0, total)
+    return w @ V, w
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.sampled_from([1e-3, 1.0, 10.0, 24.0, 25.0, 100.0, 1e5]), st.data())
+def test_attention_equals_the_plain_computation_at_every_magnitude(n, d, size, data):
+    # Scores on both sides of EXP_SAFE (600): below it the max subtraction is skipped.
+    Q, K, V = (data.draw(hnp.arrays(np.float64, (n, d), elements=st.floats(-size, size))) for _ in range(3))
+    mask = data.draw(st.sampled_from([np.ones((n, n), bool), causal_mask(n), ~causal_mask(n)]))
+    out, w = scaled_dot_product_attention(Q, K, V, mask=mask)
+    want_out, want_w = plain_attention(Q, K, V, mask)
+    np.testing.assert_allclose(w, want_w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(out, want_out, rtol=1e-9, atol=1e-9 * max(1.0, float(np.abs(V).max(initial=0))))
