@@ -481,3 +481,14 @@ def test_the_guide_lists_the_keys_each_checker_names():
     assert rows["causal_mask"] == set(CAUSAL_FAULTS) | set(VALUE_FAULTS)
     assert rows["padding_mask"] == set(PADDING_FAULTS) | {"not_boolean"}
     assert set(rows) == set(PIECES)
+
+
+@pytest.mark.parametrize("piece, fn", [
+    ("softmax", lambda x, axis=-1: WORKED["softmax"](x, axis) * 0.9),
+    ("causal_mask", lambda n: np.ones((n, n), dtype=bool)),
+    ("padding_mask", lambda is_real: np.ones((is_real.shape[0], 1, is_real.shape[1]), dtype=bool)),
+], ids=["softmax", "causal_mask", "padding_mask"])
+def test_a_wrong_function_no_mistake_explains_is_different(piece, fn):
+    verdict = diagnose(fn, piece=piece)
+    assert verdict.mistake == "different", verdict.text
+    assert "yours" in verdict.text and "expected" in verdict.text
