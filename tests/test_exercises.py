@@ -500,7 +500,7 @@ def test_every_mistake_the_mask_checker_names_is_typed_in_a_case():
     typed = {case[0] for case in CASES["04_masking.ipynb"]["ex_mask"]}
     assert set(NAMESPACES["04_masking.ipynb"]["ex_mask"].mistakes) <= typed
     # the mistakes issue 12 names: flipped mask, (B, n_k) shape, | for &, dropped diagonal
-    assert {"mask_flipped", "padding_shape", "or_for_and", "dropped_diagonal"} <= typed
+    assert {"mask_flipped", "not_broadcast", "or_for_and", "diagonal_masked"} <= typed
 
 
 def test_the_mask_checker_computes_its_answer_from_lengths_and_n():

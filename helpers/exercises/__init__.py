@@ -41,7 +41,11 @@ below imports this package):
     order.py        notebook 06: permuted outputs, a sinusoidal entry, the convex hull
     cost.py         notebook 07: dot products, one online-softmax step, the KV cache's size
     learning.py     notebook 08: the softmax's gradient, one gradient step
-    diagnose.py     diagnose(fn): what is wrong in a learner's own attention function
+    diagnose.py     diagnose(fn, piece=...): what is wrong in a learner's own function (the dispatcher)
+    runner.py       what every function checker shares: the safe call, the signature, the verdicts
+    battery.py      the inputs each piece is run on
+    checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
+    solutions.py    the worked solution of each piece, and the workbook's stubs
 
 Every public name is re-exported here: ``from helpers.exercises import X``.
 """
@@ -50,11 +54,12 @@ from __future__ import annotations
 
 from helpers.exercises.base import ChoiceExercise, _NumericExercise, exercise  # _NumericExercise: to subclass
 from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
-from helpers.exercises.diagnose import BATTERY, FAULTS, TIME_LIMIT, Diagnosis, diagnose
+from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
 from helpers.exercises.masks_heads import MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
+from helpers.exercises.solutions import solution
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
     DkPredictionExercise,
@@ -66,7 +71,8 @@ from helpers.exercises.weights import (
 )
 
 __all__ = [
-    "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT",
+    "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
+    "solution",
     "ScoreExercise", "SoftmaxRowExercise", "AttentionWeightsExercise", "ProjectionExercise", "OutputExercise",
     "DkPredictionExercise", "ScoreVarianceExercise",
     "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise",

@@ -25,7 +25,7 @@ class MaskExercise(_Exercise):
 
     The checker reads booleans (and names 0/1 numbers as such), and names the
     flipped mask, the padding mask alone in shape (B, n_k), | for &, the
-    dropped diagonal, padding on the queries, and either mask missing.
+    diagonal masked, padding on the queries, and either mask missing.
     """
 
     def __init__(self, lengths, n=None, names=None):
@@ -52,11 +52,11 @@ class MaskExercise(_Exercise):
              "You combined the masks with | (or): a key is then visible when EITHER mask allows it, so later "
              "words and [pad] keys leak in. A key may be read only where both allow it: use &.",
              causal[None] | pad_keys),
-            ("dropped_diagonal",
+            ("diagonal_masked",
              "The diagonal is missing: no word may read itself, and the first word of each sentence has nothing "
              "left to attend to. The causal mask keeps the diagonal: np.tril with k=0.",
              np.tril(np.ones((n, n), dtype=bool), k=-1)[None] & pad_keys),
-            ("padding_on_queries",
+            ("query_axis",
              "The padding mask is on the queries (rows) instead of the keys (columns): real[:, :, None] hides "
              "whole rows. Padding must hide the [pad] keys from every query: real[:, None, :].",
              causal[None] & real[:, :, None]),
@@ -67,7 +67,7 @@ class MaskExercise(_Exercise):
             ("no_causal",
              "That is the padding mask by itself, the same for every query: every word still reads the words "
              "after it. Combine it with the causal mask using &.", np.broadcast_to(pad_keys, self.shape)),
-            ("padding_shape",
+            ("not_broadcast",
              f"That is the padding mask alone, in shape (B, n_k) = {real.shape}. It cannot broadcast against "
              f"(n_q, n_k): give it a query axis, real[:, None, :], shape (B, 1, n_k), and combine it with the "
              f"causal mask using &, to get shape {self.shape}.", real),

@@ -1,0 +1,286 @@
+"""What every function checker shares: calling a learner's function safely, reading its signature, the verdict.
+
+``call`` runs the learner's function on fresh copies of one input, in a
+background thread, with a soft time limit, with what it prints kept out of
+sight, and notes any input it changed in place. It never raises, whatever
+the function does (even SystemExit). ``parameter`` reads the function's
+signature, so a mask argument called ``attn_mask`` is passed as such.
+``not_attempted``, ``too_slow`` and ``low_precision`` are verdicts every
+piece gives the same way; ``side_by_side`` shows the learner's output
+beside the expected one, with as many digits as it takes to see them differ.
+
+Used by the checker modules (checker_*.py) and diagnose.py; it imports
+only feedback.py and solutions.py of this package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import threading
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from helpers.exercises.feedback import Feedback, _read
+
+__all__ = ["Diagnosis", "TIME_LIMIT", "RTOL", "ATOL"]
+
+TIME_LIMIT = 2.0
+"""Seconds ``diagnose`` waits for one call of the learner's function (soft: see the diagnose module's docstring)."""
+RTOL, ATOL = 1e-4, 1e-6
+"""How close an output must be to count as the same: loose enough for float32 arithmetic,
+far tighter than any difference a mistake makes on the battery (tests/test_diagnose.py checks that)."""
+LOW_RTOL, LOW_ATOL = 1e-2, 1e-3
+"""How close an output computed in float16 comes: its unit roundoff is 2**-11, about 4.9e-4, and a few
+operations (exp, a sum, a division) multiply that by a small factor (tests/test_checkers.py checks a
+float16 function lands inside and every named mistake outside)."""
+
+
+@dataclass(frozen=True)
+class Diagnosis(Feedback):
+    """The verdict of :func:`~helpers.exercises.diagnose`: a :class:`~helpers.exercises.Feedback` shown as its text.
+
+    correct, mistake, text: as for every checker; ``mistake`` joins the keys
+    of the faults found with "+" (e.g. "no_scaling+wrong_axis").
+    case: the name of the first input on which the function went wrong
+    (None when it is right).
+    piece: the piece of the course that was checked ("attention", "softmax", ...).
+    """
+
+    case: str | None = None
+    piece: str = "attention"
+
+    def _repr_pretty_(self, printer, cycle):
+        printer.text(self.text)
+
+    def solution(self):
+        """A worked version of the piece (a :class:`~helpers.exercises.Reveal`, folded until clicked)."""
+        from helpers.exercises.solutions import solution
+        return solution(self.piece)
+
+
+# --------------------------------------------------------------------------
+# Calling the learner's function
+# --------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """What one call of the learner's function did."""
+
+    case: object
+    finished: bool = True
+    error: BaseException | None = None
+    value: object = None
+    out: np.ndarray | None = None       # the output read as an array, or None
+    problem: str | None = None          # why the output could not be read
+    weights: np.ndarray | None = None
+    printed: bool = False
+    mutated: tuple = ()
+
+
+def parameter(fn, names, position):
+    """How to pass an argument that learners call by one of ``names``: ("keyword", name), ("position", i),
+    or None when the signature has no place for it. A signature that cannot be read gives ("keyword", names[0])."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return ("keyword", names[0])
+    for p in params:
+        if p.name in names and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            return ("keyword", p.name)
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) > position and any(word in positional[position].name.lower() for word in names[:1]):
+        return ("position", position)
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return ("keyword", names[0])
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return ("position", position)
+    return None
+
+
+def read_numbers(value, pair=False):
+    """(output, weights, problem) for what the function returned; ``pair``: an (output, weights) pair is allowed."""
+    weights = None
+    if pair and (isinstance(value, tuple) and len(value) == 2 or (
+            isinstance(value, list) and len(value) == 2 and isinstance(value[0], np.ndarray))):
+        value, weights = value
+        weights, _ = _read(weights)
+    out, problem = _read(value)
+    if value is None:
+        return None, weights, "returned None."
+    if problem is not None:
+        return None, weights, "returned something that is not an array of numbers. " + problem.text
+    return out, weights, None
+
+
+def call(fn, case, args, kwargs, time_limit, read=read_numbers):
+    """Run ``fn(*args, **kwargs)`` on fresh copies, in a thread, waiting at most ``time_limit`` seconds.
+
+    args: a list of (name, array); kwargs: a dict name -> array. The names are
+    the ones a verdict uses when the function changes that input in place.
+    read: value -> (output, weights, problem).
+    """
+    fresh_args = [(name, np.array(a) if isinstance(a, np.ndarray) else a) for name, a in args]
+    fresh_kwargs = {k: np.array(a) if isinstance(a, np.ndarray) else a for k, a in kwargs.items()}
+    box = {}
+
+    def target():
+        try:
+            with np.errstate(all="ignore"):
+                box["value"] = fn(*[a for _, a in fresh_args], **fresh_kwargs)
+        except BaseException as exc:       # SystemExit and KeyboardInterrupt too: report, never raise
+            box["error"] = exc
+
+    run = Run(case)
+    printed = io.StringIO()
+    thread = threading.Thread(target=target, name="diagnose", daemon=True)
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        thread.start()
+        thread.join(time_limit)
+    run.printed = bool(printed.getvalue())
+    if thread.is_alive():
+        run.finished = False
+        return run
+    run.error = box.get("error")
+    if run.error is not None:
+        return run
+    before = list(args) + list(kwargs.items())
+    after = [a for _, a in fresh_args] + list(fresh_kwargs.values())
+    run.mutated = tuple(name for (name, b), a in zip(before, after)
+                        if isinstance(b, np.ndarray) and not same_array(b, a))
+    run.value = box.get("value")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.out, run.weights, run.problem = read(run.value)
+    return run
+
+
+def same_array(a, b):
+    try:
+        return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+    except Exception:
+        return False
+
+
+def matches(out, expected, care=None, rtol=RTOL, atol=ATOL):
+    """Whether ``out`` is ``expected`` to the tolerance, rows (last axis) outside ``care`` aside;
+    where ``expected`` is not finite, ``out`` must not be finite either."""
+    if out is None or out.shape != expected.shape:
+        return False
+    finite = np.isfinite(expected)
+    with np.errstate(all="ignore"):
+        close = np.isclose(out, expected, rtol=rtol, atol=atol)
+    same = np.where(finite, close, ~np.isfinite(out))
+    if care is None:
+        return bool(same.all())
+    return bool(np.all(same.all(axis=-1) | ~care))
+
+
+# --------------------------------------------------------------------------
+# Words every piece shares
+# --------------------------------------------------------------------------
+
+def safe_str(x):
+    try:
+        text = str(x)
+    except BaseException:
+        text = "(a message that could not be shown)"
+    return text if len(text) <= 200 else text[:200] + " ..."
+
+
+def fn_name(fn, default="Your function"):
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else default    # a lambda has none
+
+
+def _digits(a, b):
+    """The fewest decimals (3 to 12) at which ``a`` and ``b`` print differently (3 when they never do)."""
+    for p in range(3, 13):
+        if np.array2string(a, precision=p, separator=" ") != np.array2string(b, precision=p, separator=" "):
+            return p
+    return 3
+
+
+def fmt_pair(yours, expected):
+    """Both arrays printed with the same number of decimals, enough to show where they differ."""
+    yours, expected = np.asarray(yours), np.asarray(expected)
+    if yours.dtype.kind in "biu" and expected.dtype.kind in "biu":
+        return np.array2string(yours, separator=" "), np.array2string(expected, separator=" ")
+    p = _digits(yours, expected) if yours.shape == expected.shape else 3
+    return tuple(np.array2string(np.asarray(a, dtype=float), precision=p, suppress_small=p == 3, separator=" ")
+                 for a in (yours, expected))
+
+
+def side_by_side(yours, expected, left="yours", right="expected"):
+    """A small text table: the learner's array on the left, the expected one on the right."""
+    a, b = fmt_pair(yours, expected)
+    a_lines, b_lines = a.splitlines(), b.splitlines()
+    width = max(len(left), *(len(line) for line in a_lines))
+    rows = [f"  {left:<{width}}   {right}"]
+    for i in range(max(len(a_lines), len(b_lines))):
+        la = a_lines[i] if i < len(a_lines) else ""
+        lb = b_lines[i] if i < len(b_lines) else ""
+        rows.append(f"  {la:<{width}}   {lb}")
+    return "\n".join(rows)
+
+
+def not_attempted(fn, runs, piece):
+    """The verdict for a stub of the workbook: every call raised NotImplementedError. None otherwise."""
+    if runs and all(isinstance(run.error, NotImplementedError) for run in runs):
+        name = fn_name(fn, piece)
+        return Diagnosis(False, "not_attempted",
+                         f"Not attempted yet: {name} still raises NotImplementedError. Write its body in "
+                         "workbook.py (replace the raise line), save the file, and run this cell again.",
+                         None, piece)
+    return None
+
+
+def too_slow(fn, runs, piece):
+    """The verdict when a call did not finish within the time limit. None otherwise."""
+    slow = next((run for run in runs if not run.finished), None)
+    if slow is None:
+        return None
+    return Diagnosis(False, "too_slow",
+                     f"{fn_name(fn)} did not finish within the time limit on {slow.case.words}. A right answer on "
+                     "inputs this small takes well under a millisecond: look for a loop that never ends. "
+                     "diagnose stopped waiting, but Python cannot stop the call itself: it keeps running in "
+                     "the background, so restart the kernel if the notebook slows down.", slow.case.name, piece)
+
+
+def mutation_words(runs, order):
+    """(sentence, names) for inputs the function changed in place, or ("", [])."""
+    mutated = sorted({m for run in runs for m in run.mutated}, key=lambda m: order.index(m) if m in order else 99)
+    if not mutated:
+        return "", []
+    return (f"it changes its input{'s' if len(mutated) > 1 else ''} {', '.join(mutated)} in place (as x /= ... "
+            "or m = mask; m[...] = ... do), and so changes the caller's arrays: make new arrays instead "
+            "(x = x / ...)."), mutated
+
+
+LOW_PRECISION = ("{name} agrees with the expected output only to about three significant digits, as arithmetic in "
+                 "float16 does (numpy PR #29298). Compute in float64, numpy's default (or float32): drop the "
+                 ".astype(np.float16) or dtype=np.float16.")
+
+
+def failed(run, name, returns):
+    """(key, text) when the call raised, exited or returned None; None otherwise. returns: what it should return."""
+    if isinstance(run.error, SystemExit):
+        return "exit", f"{name} stops the program (exit() or sys.exit()). Return {returns} instead."
+    if run.error is not None:
+        return "raised", f"{name} raised an error. Read the message below, and try your function on this input yourself."
+    if run.value is None:
+        return "returned_none", f"{name} returns nothing (None). End it with return {returns}."
+    return None
+
+
+def raised_words(run, name):
+    """What to say about a call that raised, exited, or returned no numbers."""
+    if isinstance(run.error, SystemExit):
+        return "It called exit() (SystemExit), which would stop a script: return the output instead."
+    if run.error is not None:
+        return f"It raised {type(run.error).__name__}: {safe_str(run.error)}"
+    return "It " + run.problem

@@ -1,0 +1,118 @@
+"""The worked solution of each piece a learner builds, and the stubs of the learner's workbook.
+
+Each piece has a worked version here, written as a learner would write it
+(plain numpy, the steps of the equations; no course code), shown by
+``solution(piece)`` or ``diagnose(fn, piece=...).solution()``, and a stub:
+the signature and docstring the learner's workbook starts from, with a body
+that raises NotImplementedError, which ``diagnose`` reads as "not attempted
+yet". ``workbook_source()`` is the text of the pristine workbook,
+notebooks/workbook.py; tests/test_checkers.py checks the stored file is
+exactly that, and tools/make_workbook.py writes it.
+
+Imports nothing of this package but feedback.py.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from helpers.exercises.feedback import Reveal
+
+__all__ = ["solution", "workbook_source", "STUBS", "WORKED"]
+
+
+def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=float)
+    top = x.max(axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)       # a slice of -inf everywhere: subtract 0, not -inf
+    e = np.exp(x - top)                              # the maximum subtracted: no overflow
+    total = e.sum(axis=axis, keepdims=True)
+    return e / np.where(total == 0, 1.0, total)      # nothing to attend to: all zeros, not 0 / 0
+
+
+def attention(Q, K, V, mask=None):
+    d_k = K.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)   # (..., n_q, n_k); swapaxes, not .T, for batches
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)        # before the softmax: hidden keys get weight 0
+    top = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    weights = e / np.where(total == 0, 1.0, total)      # each query's row sums to 1
+    return weights @ V, weights
+
+
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool))          # True on and below the diagonal: j <= i
+
+
+def padding_mask(is_real):
+    is_real = np.asarray(is_real, dtype=bool)
+    return is_real[:, None, :]                           # (B, 1, n_k): hides keys, shared by every query
+
+
+WORKED = {"softmax": softmax, "attention": attention, "causal_mask": causal_mask, "padding_mask": padding_mask}
+"""The worked function of each piece."""
+
+STUBS = {
+    "softmax": ("softmax(x, axis=-1)", """Turn scores into weights that are positive and sum to 1 along ``axis``.
+
+    x: an array of scores, any shape; entries may be -inf (a hidden key: weight 0).
+    axis: the axis that sums to 1 (default the last).
+    Returns an array the shape of x. Subtract the maximum before np.exp, so
+    scores of 1000 do not overflow; a slice that is -inf everywhere gives all zeros.
+    Check it: diagnose(workbook.softmax, piece="softmax")."""),
+    "attention": ("attention(Q, K, V, mask=None)", """Scaled dot-product attention: softmax(Q K^T / sqrt(d_k)) V.
+
+    Q: (..., n_q, d_k) queries; K: (..., n_k, d_k) keys; V: (..., n_k, d_v) values.
+    mask: None, or booleans broadcastable to (..., n_q, n_k), True = may attend;
+    a hidden score becomes -inf before the softmax.
+    Returns (output, weights): output (..., n_q, d_v), weights (..., n_q, n_k)
+    whose rows sum to 1. Check it: diagnose(workbook.attention)."""),
+    "causal_mask": ("causal_mask(n)", """The causal mask of n tokens: each token may attend to itself and the tokens before it.
+
+    n: the number of tokens, a positive whole number.
+    Returns booleans of shape (n, n): entry [i, j] is True when j <= i.
+    Check it: diagnose(workbook.causal_mask, piece="causal_mask")."""),
+    "padding_mask": ("padding_mask(is_real)", """The padding mask of a batch: no query may attend to a [PAD] key.
+
+    is_real: booleans of shape (B, n_k), True at the real tokens of each sentence.
+    Returns booleans of shape (B, 1, n_k), True = may attend: one row per
+    sentence, shared by every query (the axis of length 1 broadcasts).
+    Check it: diagnose(workbook.padding_mask, piece="padding_mask")."""),
+}
+"""Each piece's stub in the workbook: (signature, docstring)."""
+
+WORKBOOK_HEADER = '''"""Your workbook: the functions you build in this course, one per piece.
+
+Open this file in JupyterLab (double-click workbook.py in the file browser).
+Replace a function's raise line with your code, save it (Ctrl+S), and run the
+notebook's check cell. Each check cell says how: diagnose(workbook.softmax,
+piece="softmax"). Later notebooks import this file, so what you finish here
+is there for them. To hand in your work, hand in this file.
+"""
+
+import numpy as np
+'''
+
+
+def workbook_source():
+    """The text of the pristine workbook, notebooks/workbook.py: every stub, each raising NotImplementedError."""
+    parts = [WORKBOOK_HEADER]
+    for piece, (signature, doc) in STUBS.items():
+        parts.append(f'\n\ndef {signature}:\n    """{doc}\n    """\n'
+                     f'    raise NotImplementedError("{piece}: not written yet")\n')
+    return "".join(parts)
+
+
+def solution(piece):
+    """A worked version of ``piece`` as a :class:`~helpers.exercises.Reveal` (folded until clicked).
+
+    piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask").
+    Raises ValueError for any other piece.
+    """
+    if not isinstance(piece, str) or piece not in WORKED:
+        raise ValueError(f"piece must be one of {', '.join(map(repr, WORKED))}; got {piece!r}")
+    return Reveal(f"A worked {piece}", inspect.getsource(WORKED[piece]).rstrip())

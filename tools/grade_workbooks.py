@@ -1,0 +1,55 @@
+"""Grade a class's workbooks: run diagnose on every piece of every student's workbook.py and tally the keys.
+
+Usage: .venv/bin/python tools/grade_workbooks.py hand-ins/*/workbook.py
+
+Prints one line per workbook (each piece's verdict key: "correct", a
+misconception key, or "not_attempted"), then how many students each key
+concerns, a key joined with "+" counting once for each of its parts.
+Importing a workbook runs its code: run this only on hand-ins you would
+run in your own notebook.
+"""
+
+import collections
+import importlib.util
+import sys
+from pathlib import Path
+
+from helpers.exercises import PIECES, diagnose
+
+
+def grade(path):
+    """{piece: key} for one workbook file; {"workbook": "import_error"} when it cannot be imported."""
+    spec = importlib.util.spec_from_file_location(f"workbook_{abs(hash(str(path)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:              # a syntax error, an import that fails, even sys.exit(): report it
+        return {"workbook": "import_error"}
+    found = {}
+    for piece in PIECES:
+        fn = getattr(module, piece, None)
+        found[piece] = "missing" if fn is None else (diagnose(fn, piece=piece).mistake or "correct")
+    return found
+
+
+def tally(grades):
+    """collections.Counter of (piece, key) over every workbook; "a+b" counts for a and for b."""
+    counts = collections.Counter()
+    for found in grades.values():
+        for piece, key in found.items():
+            counts.update((piece, part) for part in key.split("+"))
+    return counts
+
+
+def main(paths):
+    grades = {str(path): grade(Path(path)) for path in paths}
+    for path, found in grades.items():
+        print(path + ": " + ", ".join(f"{piece} {key}" for piece, key in found.items()))
+    print()
+    for (piece, key), count in sorted(tally(grades).items()):
+        print(f"{count:4d}  {piece:<14} {key}")
+    return grades
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
