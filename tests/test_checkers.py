@@ -366,11 +366,9 @@ def test_odd_functions_are_named_for_every_piece(piece, kind, key):
     assert isinstance(verdict, Feedback) and verdict.mistake == key, verdict.text
 
 
-@pytest.mark.parametrize("piece", sorted(PIECES))
-@pytest.mark.parametrize("kind", ["text", "nan", "mutate"])
+@pytest.mark.parametrize("piece, kind", [(piece, kind) for piece in sorted(PIECES) for kind in ("text", "nan", "mutate")
+                                         if (piece, kind) != ("causal_mask", "mutate")])  # n is a number: nothing to mutate
 def test_text_nan_and_mutation_are_never_right(piece, kind):
-    if kind == "mutate" and piece == "causal_mask":
-        pytest.skip("n is a number: nothing to change in place")
     verdict = diagnose(odd(piece, kind), piece=piece)
     assert verdict.correct is False and isinstance(verdict.text, str)
     if kind == "mutate":
