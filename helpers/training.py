@@ -34,7 +34,7 @@ import numbers
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.inputs import checked_weights  # the checks every module shares
+from helpers.inputs import checked_weights, integer_gaps  # the checks every module shares
 from helpers.inputs import positive_whole as _positive_int
 from helpers.inputs import seed as _seed
 
@@ -267,12 +267,16 @@ def cross_entropy(logits, targets):
     loss = -mean over counted positions of log softmax(logits)[target].
     Returns (loss as a float, d_logits (B, n, n_classes)); d_logits is
     (softmax(logits) - one_hot(target)) / count at counted positions, 0 elsewhere.
+    Integer logits beyond 2**53 have each row's maximum subtracted in
+    integers first, as ``softmax`` does (the loss and its gradient depend on
+    their differences only).
     Raises ValueError for shapes that do not fit, or targets out of range.
     """
-    logits = _finite(logits, "logits")
-    if logits.ndim != 3:
-        raise ValueError(f"logits must have shape (B, n, n_classes); got {logits.shape}")
-    return _cross_entropy(logits, _check_targets(targets, logits.shape[:2], logits.shape[2]))
+    checked = _finite(logits, "logits")
+    if checked.ndim != 3:
+        raise ValueError(f"logits must have shape (B, n, n_classes); got {checked.shape}")
+    gaps = integer_gaps(logits, -1)  # None unless the logits are integers beyond 2**53
+    return _cross_entropy(checked if gaps is None else gaps, _check_targets(targets, checked.shape[:2], checked.shape[2]))
 
 
 def _cross_entropy(logits, t):

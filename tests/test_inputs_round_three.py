@@ -31,6 +31,91 @@ finite = st.floats(min_value=-5, max_value=5, allow_nan=False, allow_infinity=Fa
 
 
 # --------------------------------------------------------------------------
+# 1. tiled_attention broadcasts batch dimensions as scaled_dot_product_attention does
+# --------------------------------------------------------------------------
+
+def test_tiled_attention_broadcasts_unbatched_queries_over_batched_keys():
+    rng = np.random.default_rng(0)
+    Q, K, V = rng.standard_normal((3, 4)), rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 2))
+    plain, _ = scaled_dot_product_attention(Q, K, V)
+    for block in (1, 2, 5, 8):  # several key blocks, and one
+        out = tiled_attention(Q, K, V, block_size=block)
+        assert out.shape == plain.shape == (2, 3, 2)
+        np.testing.assert_allclose(out, plain, rtol=1e-12, atol=1e-12)
+
+
+@st.composite
+def broadcast_case(draw):
+    """Batch shapes for Q, K and V that broadcast together, each possibly shorter or with 1s."""
+    full = draw(st.lists(st.integers(1, 3), min_size=0, max_size=3))
+    def part(full):
+        cut = draw(st.integers(0, len(full)))
+        return tuple(1 if draw(st.booleans()) else s for s in full[cut:])
+    n_q, n_k, d_k, d_v = (draw(st.integers(1, 6)) for _ in range(4))
+    Q = draw(hnp.arrays(np.float64, part(full) + (n_q, d_k), elements=finite))
+    K = draw(hnp.arrays(np.float64, part(full) + (n_k, d_k), elements=finite))
+    V = draw(hnp.arrays(np.float64, part(full) + (n_k, d_v), elements=finite))
+    # the mask broadcasts to the scores, whose batch is that of Q and K (V's may add more to the output)
+    scores_batch = list(np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]))
+    mask = draw(st.none() | hnp.arrays(bool, part(scores_batch) + (n_q, n_k)))
+    return Q, K, V, mask, draw(st.integers(1, 7))
+
+
+@settings(max_examples=200, deadline=None)
+@given(broadcast_case())
+def test_tiled_attention_equals_the_plain_version_for_any_broadcasting_batch_and_block(case):
+    Q, K, V, mask, block = case
+    plain, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    out = tiled_attention(Q, K, V, block_size=block, mask=mask)
+    assert out.shape == plain.shape
+    np.testing.assert_allclose(out, plain, rtol=1e-10, atol=1e-10)
+
+
+# --------------------------------------------------------------------------
+# 2. multi_head_attention reads a per-sentence padding mask per sentence
+# --------------------------------------------------------------------------
+
+def _mha_case(B=2, n=4, d_model=4):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((B, n, d_model))
+    W = [rng.standard_normal((d_model, d_model)) for _ in range(4)]
+    is_real = np.ones((B, n), dtype=bool)
+    is_real[0, 2:] = False   # sentence 0: two real tokens, two [PAD]
+    is_real[1, 3:] = False   # sentence 1: three real tokens
+    return X, W, is_real
+
+
+def test_a_per_sentence_padding_mask_gives_each_sentence_its_own_padding_with_as_many_heads_as_sentences():
+    X, W, is_real = _mha_case()
+    out, weights = multi_head_attention(X, *W, num_heads=2, mask=padding_mask(is_real))
+    for b in range(2):  # each sentence alone, its padding as a (1, n) mask, is the reference
+        alone_out, alone_w = multi_head_attention(X[b], *W, num_heads=2, mask=is_real[b][None, :])
+        np.testing.assert_allclose(weights[b], alone_w, atol=1e-12)
+        np.testing.assert_allclose(out[b], alone_out, atol=1e-12)
+        assert np.all(weights[b][..., ~is_real[b]] == 0.0)  # no head of sentence b looks at b's padding
+
+
+@pytest.mark.parametrize("mask_of", [lambda r: padding_mask(r), lambda r: padding_mask(r, num_heads=2),
+                                     lambda r: padding_mask(r)[:, None]])
+def test_every_padding_mask_shape_means_the_same_padding(mask_of):
+    X, W, is_real = _mha_case()
+    _, expected = multi_head_attention(X, *W, num_heads=2, mask=padding_mask(is_real, num_heads=2))
+    _, weights = multi_head_attention(X, *W, num_heads=2, mask=mask_of(is_real))
+    np.testing.assert_allclose(weights, expected, atol=1e-12)
+
+
+def test_a_mask_of_the_wrong_rank_for_multi_head_attention_says_what_to_pass():
+    X, W, is_real = _mha_case()
+    with pytest.raises(ValueError, match=r"mask.*\(2, 1, 1, 1, 4\).*padding_mask\(is_real\)"):
+        multi_head_attention(X, *W, num_heads=2, mask=padding_mask(is_real)[:, None, None])
+
+
+def test_the_docstring_says_how_a_per_sentence_mask_is_read():
+    doc = multi_head_attention.__doc__
+    assert "padding_mask(is_real)" in doc and "per sentence" in doc
+
+
+# --------------------------------------------------------------------------
 # 3. Optimiser settings outside their range are refused by name
 # --------------------------------------------------------------------------
 
@@ -159,3 +244,71 @@ def test_numerical_gradient_reads_a_one_element_loss_as_its_number(wrap):
 def test_numerical_gradient_refuses_a_loss_that_is_not_one_finite_number(loss, shown):
     with pytest.raises(ValueError, match=rf"f must return the loss as one finite number.*got .*{shown}"):
         training.numerical_gradient(lambda a: loss, np.array([1.0, 2.0]))
+
+
+# --------------------------------------------------------------------------
+# 10. Integer scores whose differences vanish in float64
+# --------------------------------------------------------------------------
+
+BIG = 2 ** 53
+# softmax([a, a + 1]) = softmax([0, 1]) (shift invariance) = (1, e) / (1 + e):
+LOGISTIC = [1 / (1 + math.e), math.e / (1 + math.e)]   # 0.2689, 0.7311
+
+
+@pytest.mark.parametrize("scores", [np.array([BIG, BIG + 1]), np.array([BIG, BIG + 1], dtype=np.uint64),
+                                    np.array([2 ** 63 - 2, 2 ** 63 - 1]), np.array([2 ** 64 - 2, 2 ** 64 - 1], dtype=np.uint64),
+                                    np.array([10 ** 30, 10 ** 30 + 1], dtype=object),
+                                    np.array([-2 ** 63, 2 ** 63 - 2, 2 ** 63 - 1])])
+def test_softmax_of_large_integer_scores_uses_their_exact_differences(scores):
+    w = softmax(scores)
+    np.testing.assert_allclose(w[-2:], LOGISTIC, rtol=1e-12)
+    if len(scores) == 3:  # a gap of about 2**64 leaves exactly zero weight
+        assert w[0] == 0.0
+
+
+def test_softmax_of_large_integers_along_another_axis():
+    x = np.array([[BIG, BIG + 5], [BIG + 1, BIG + 5]])
+    np.testing.assert_allclose(softmax(x, axis=0), [[LOGISTIC[0], 0.5], [LOGISTIC[1], 0.5]], rtol=1e-12)
+
+
+def test_cross_entropy_of_large_integer_logits_uses_their_exact_differences():
+    logits = np.array([[[BIG, BIG + 1]]])
+    loss, d = training.cross_entropy(logits, np.array([[1]]))
+    np.testing.assert_allclose(loss, -math.log(LOGISTIC[1]), rtol=1e-12)
+    np.testing.assert_allclose(d[0, 0], [LOGISTIC[0], LOGISTIC[1] - 1.0], rtol=1e-12)
+
+
+def test_online_softmax_update_refuses_integer_scores_float64_cannot_hold_by_name():
+    V = np.ones((2, 1))
+    with pytest.raises(ValueError, match=r"scores holds integers beyond 2\*\*53.*9007199254740993"):
+        online_softmax_update(np.full(1, -np.inf), np.zeros(1), np.zeros((1, 1)), np.array([[BIG, BIG + 1]]), V)
+
+
+# --------------------------------------------------------------------------
+# 11. Views that write back into the caller's array
+# --------------------------------------------------------------------------
+
+VIEW_CASES = {
+    "split_heads": lambda: (x := np.arange(24.0).reshape(2, 3, 4), split_heads(x, 2)),
+    "split_heads of one head": lambda: (x := np.arange(6.0).reshape(2, 3), split_heads(x, 1)),
+    "merge_heads of one head": lambda: (x := np.arange(6.0).reshape(1, 2, 3), merge_heads(x)),
+    "merge_heads of one token": lambda: (x := np.arange(6.0).reshape(2, 1, 3), merge_heads(x)),
+    "padding_mask": lambda: (x := np.array([[True, True, False]]), padding_mask(x)),
+    "padding_mask with heads": lambda: (x := np.array([True, False]), padding_mask(x, num_heads=2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_CASES))
+def test_writing_into_a_result_never_changes_the_callers_array(name):
+    x, result = VIEW_CASES[name]()
+    before = x.copy()
+    try:
+        result[...] = result.flat[0] if result.dtype == bool else -1.0
+    except ValueError as exc:
+        assert "read-only" in str(exc)
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("fn", [split_heads, merge_heads, padding_mask])
+def test_the_docstring_says_the_result_is_read_only(fn):
+    assert "read-only" in fn.__doc__
