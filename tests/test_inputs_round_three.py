@@ -312,3 +312,35 @@ def test_writing_into_a_result_never_changes_the_callers_array(name):
 @pytest.mark.parametrize("fn", [split_heads, merge_heads, padding_mask])
 def test_the_docstring_says_the_result_is_read_only(fn):
     assert "read-only" in fn.__doc__
+
+
+# --------------------------------------------------------------------------
+# 13. Every figure function at 512 tokens keeps readable axes
+# --------------------------------------------------------------------------
+
+def _figure_cases(n):
+    import importlib.util  # the benchmark's own list: the same figures are timed there
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "bench_attention", Path(__file__).resolve().parents[1] / "tools" / "bench_attention.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return [(name, draw) for name, draw in bench.figure_cases(n) if not name.endswith("_html")]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_at_512_tokens_every_figure_keeps_axes_of_a_readable_pixel_size(case):
+    name, draw = _figure_cases(512)[case]
+    fig = draw()
+    try:
+        fig.canvas.draw()
+        width, height = fig.get_size_inches() * fig.dpi
+        assert width >= 300 and height >= 200, f"{name}: figure {width:.0f} x {height:.0f} px"
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>":
+                continue
+            box = ax.get_window_extent()
+            # 100 px is about 1 inch at 100 dpi: a heatmap smaller than that shows nothing of 512 tokens
+            assert box.width >= 100 and box.height >= 100, f"{name}: axes {box.width:.0f} x {box.height:.0f} px"
+    finally:
+        plt.close(fig)
