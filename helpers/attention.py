@@ -53,6 +53,10 @@ def softmax(x, axis=-1):
     The maximum of each slice is subtracted before exponentiating. This
     changes nothing mathematically (the factor exp(-max) cancels) but keeps
     exp from overflowing: scores of 1000 and 1001 give 0.269 and 0.731.
+    Integer scores beyond 2**53, which float64 cannot hold exactly, have
+    their maximum subtracted in integers before they become floats, so
+    their differences survive: 2**53 and 2**53 + 1 give 0.269 and 0.731 too
+    (``helpers.inputs.integer_gaps``).
 
     Parameters
     ----------
@@ -76,12 +80,13 @@ def softmax(x, axis=-1):
     Cost: one new array, the result; the exponentials and the division are
     done in place in it.
     """
-    x = inputs.real_array(x, "x", allow_neginf=True,
-                          how="to leave masked entries out, fill them with -inf: softmax(np.ma.filled(x, -np.inf))")
-    inputs.at_least(x, "x", 1)
-    axis = inputs.checked_axis(x, axis)
-    inputs.not_empty(x, "x", axis, f"entry along axis {axis} to turn into weights")
-    return _exp_normalise(_minus_max(x, axis), axis)   # _minus_max makes the one new array
+    scores = inputs.real_array(x, "x", allow_neginf=True,
+                               how="to leave masked entries out, fill them with -inf: softmax(np.ma.filled(x, -np.inf))")
+    inputs.at_least(scores, "x", 1)
+    axis = inputs.checked_axis(scores, axis)
+    inputs.not_empty(scores, "x", axis, f"entry along axis {axis} to turn into weights")
+    gaps = inputs.integer_gaps(x, axis)                # None unless x holds integers beyond 2**53
+    return _exp_normalise(_minus_max(scores, axis) if gaps is None else gaps, axis)   # the one new array
 
 
 def _minus_max(x, axis, out=None):
@@ -137,6 +142,12 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
         A numpy masked array is refused (its True means hidden).
     scale : optional positive number multiplying the scores.
         None (the default) means 1 / sqrt(d_k); 1.0 switches scaling off.
+
+    Integer Q, K and V are converted to float64 first. Past 2**53 that
+    rounds an entry by at most 2**-53 of itself: the same relative size as
+    the rounding of every product and sum of Q @ K^T, so the result is as
+    exact as the float computation can be. (softmax of integer *scores* is
+    different: there only differences count, and it subtracts in integers.)
 
     Returns
     -------
@@ -230,6 +241,8 @@ def padding_mask(is_real, num_heads=None):
     -------
     ndarray of bool, (B, 1, n_k) or (B, 1, 1, n_k) (for one sentence
     (1, n_k) or (1, 1, n_k)): True = may attend, the course's convention.
+    It is a read-only view of ``is_real`` (no copy; writing into it raises
+    instead of changing your flags).
 
     Why not pass ``is_real`` (B, n_k) itself: numpy would line its B up with
     the queries axis n_q, and when B equals n_q nothing fails, the wrong
@@ -244,7 +257,7 @@ def padding_mask(is_real, num_heads=None):
     flags = inputs.checked_flags(is_real)
     if num_heads is not None:
         inputs.positive_whole(num_heads, "num_heads", "None or a positive whole number")
-    return flags[..., None, :] if num_heads is None else flags[..., None, None, :]
+    return inputs.read_only(flags[..., None, :] if num_heads is None else flags[..., None, None, :])
 
 
 def attention_entropy(weights):
@@ -288,6 +301,8 @@ def split_heads(x, num_heads):
     Head h gets features h*d_k to (h+1)*d_k - 1. The reshape is followed by
     a transpose of the head and token axes; a reshape alone would mix
     features of different tokens into one head. ``merge_heads`` undoes it.
+    The result is a read-only view of ``x`` (no copy; writing into it raises
+    instead of changing ``x``).
 
     Raises ValueError if ``num_heads`` is not a positive integer dividing d_model,
     or ``x`` is not an array of real numbers of at least 2 dimensions (a
@@ -298,20 +313,22 @@ def split_heads(x, num_heads):
     num_heads = inputs.checked_num_heads(num_heads, x.shape[-1])
     d_k = x.shape[-1] // num_heads
     x = x.reshape(*x.shape[:-1], num_heads, d_k)  # (..., n, h, d_k)
-    return np.swapaxes(x, -2, -3)                 # (..., h, n, d_k)
+    return inputs.read_only(np.swapaxes(x, -2, -3))  # (..., h, n, d_k), a view: read-only
 
 
 def merge_heads(x):
     """Put the heads back side by side: (..., num_heads, n, d_k) -> (..., n, num_heads * d_k).
 
     The inverse of ``split_heads``: merge_heads(split_heads(x, h)) equals x.
+    The result is read-only: with one head or one token it is a view of
+    ``x``, otherwise a new array, and either way writing into it raises.
     Raises ValueError if ``x`` is not an array of real numbers of at least 3
     dimensions (a numpy masked array is refused).
     """
     x = inputs.real_array(x, "x")
     inputs.at_least(x, "x", 3, "(..., num_heads, n, d_k)")
     x = np.swapaxes(x, -2, -3)                     # (..., n, h, d_k)
-    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+    return inputs.read_only(x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1]))
 
 
 def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
@@ -334,8 +351,17 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
         belong to head h.
     W_O : array (d_model, d_model), applied to the concatenated heads.
     num_heads : positive integer dividing d_model.
-    mask : optional boolean array broadcastable to (..., num_heads, n, n)
-        (a (n, n) causal or padding mask applies to every head). True = may attend.
+    mask : optional boolean array, True = may attend. Its head axis is
+        placed by its number of dimensions (``inputs.checked_heads_mask``):
+        - 2 dimensions, (n, n) or (1, n) (``causal_mask(n)``): every
+          sentence and every head;
+        - as many as X, (..., n or 1, n): per sentence, the same for each of
+          its heads; the default padding mask ``padding_mask(is_real)``,
+          (B, 1, n), is read so, sentence b's padding for sentence b (with
+          B sentences and B heads numpy alone would line B up with the heads);
+        - one more than X, (..., num_heads or 1, n or 1, n): per head,
+          ``padding_mask(is_real, num_heads=h)`` (B, 1, 1, n) among them.
+        More dimensions are refused, with a message saying what to pass.
 
     Returns
     -------
@@ -347,7 +373,9 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     ------
     ValueError naming the argument and shapes when X is not (..., n, d_model),
     a weight matrix is not (d_model, d_model), num_heads does not divide
-    d_model (the message lists the values that do), or the mask is bad.
+    d_model (the message lists the values that do), or the mask is bad
+    (not boolean, a numpy masked array, too many dimensions, or not
+    broadcasting to (..., num_heads, n, n)).
     """
     X = inputs.real_array(X, "X")
     inputs.at_least(X, "X", 2, "(..., n, d_model)")
@@ -356,6 +384,8 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     W_Q, W_K, W_V, W_O = (inputs.checked_projection(W, name, X)
                           for W, name in ((W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V"), (W_O, "W_O")))
     num_heads = inputs.checked_num_heads(num_heads, X.shape[-1])
+    if mask is not None:
+        mask = inputs.checked_heads_mask(mask, X, num_heads)  # per sentence or per head: see above
     Q = split_heads(X @ W_Q, num_heads)
     K = split_heads(X @ W_K, num_heads)
     V = split_heads(X @ W_V, num_heads)

@@ -17,8 +17,13 @@ import numpy as np
 __all__ = [
     "refuse_masked_array", "real_array", "at_least", "not_empty", "positive_whole", "even_width", "seed",
     "checked_axis", "checked_qkv", "checked_scale", "checked_mask", "checked_num_heads",
-    "checked_weights", "checked_projection", "checked_flags", "refuse_overflow",
+    "checked_weights", "checked_projection", "checked_flags", "refuse_overflow", "checked_heads_mask",
+    "integer_gaps", "refuse_inexact_integers", "read_only", "FLOAT64_EXACT",
 ]
+
+#: Every whole number up to 2**53 in magnitude is exactly a float64 (its significand has 53 bits);
+#: 2**53 + 1 is the first that is not (IEEE 754: it rounds to 2**53).
+FLOAT64_EXACT = 2 ** 53
 
 
 def refuse_masked_array(x, name, how=None):
@@ -270,3 +275,90 @@ def checked_flags(is_real):
         raise ValueError(f"is_real must be a boolean array (B, n_k) or (n_k,), True at real tokens; "
                          f"got dtype {flags.dtype}, shape {flags.shape}")
     return flags
+
+
+def checked_heads_mask(mask, X, num_heads):
+    """A mask for multi-head scores (..., num_heads, n, n) of X (..., n, d_model), or ValueError naming it.
+
+    The one place that decides where the head axis of a mask goes. A mask
+    with as many dimensions as X (batch dimensions, then (n_q or 1, n_k)),
+    such as padding_mask(is_real) (B, 1, n_k), is per sentence: the head
+    axis is inserted before its last two, so every head of sentence b uses
+    sentence b's row. One more dimension than X means the head axis is there
+    already: (..., num_heads or 1, n_q or 1, n_k), such as
+    padding_mask(is_real, num_heads=h) (B, 1, 1, n_k). A mask of 2
+    dimensions ((n, n) or (1, n)) applies to every sentence and head.
+    """
+    refuse_masked_array(mask, "mask", how=(
+        "pass a boolean array, True = may attend; from a masked array m whose True means hidden, "
+        "that is mask=~np.ma.getmaskarray(m)"))
+    n = X.shape[-2]
+    want = X.shape[:-2] + (num_heads, n, n)
+    try:
+        arr = np.asarray(mask)
+    except ValueError:
+        return checked_mask(mask, want)  # raises, saying why it could not be read
+    if arr.ndim > X.ndim + 1:
+        raise ValueError(
+            f"mask of shape {arr.shape} has {arr.ndim} dimensions; for X of shape {X.shape} multi_head_attention "
+            f"takes {X.ndim} (per sentence, (..., n_q or 1, n_k): padding_mask(is_real), or causal_mask(n)) or "
+            f"{X.ndim + 1} (per head, (..., num_heads or 1, n_q or 1, n_k): padding_mask(is_real, num_heads=h))")
+    if arr.ndim == X.ndim and X.ndim > 2:
+        arr = arr[..., None, :, :]  # per sentence: the same row for every head of that sentence
+    return checked_mask(arr, want)
+
+
+def _integers(x):
+    """``x`` as an integer array (numpy integers, or Python ints in an object array), or None if it is not one."""
+    arr = np.asarray(x)
+    if arr.dtype.kind in "iu":
+        return arr
+    if arr.dtype.kind == "O" and arr.size and all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                                  for v in arr.flat):
+        return arr
+    return None
+
+
+def _beyond_float64(arr):
+    return arr.size > 0 and max(abs(int(arr.max())), abs(int(arr.min()))) > FLOAT64_EXACT
+
+
+def integer_gaps(x, axis):
+    """For integer scores beyond 2**53, x minus the maximum along ``axis``, computed exactly, as floats; else None.
+
+    Softmax only sees differences: softmax(x) = softmax(x - max). Integers
+    past FLOAT64_EXACT lose their last digits when converted to float64, so
+    2**53 and 2**53 + 1 would become equal; their difference, 1, is exact in
+    integers. The gap max - x of a numpy integer is computed modulo 2**64 in
+    uint64, which is exact because 0 <= max - x < 2**64; Python ints (an
+    object array) are subtracted as Python ints. A gap converted to float64
+    is then off by at most 2**-53 of itself, which moves no weight whose
+    exp(-gap) is not already 0. ``x`` must have been checked (``real_array``).
+    """
+    arr = _integers(x)
+    if arr is None or not _beyond_float64(arr):
+        return None
+    top = arr.max(axis=axis, keepdims=True)
+    if arr.dtype.kind == "O":
+        gaps = top - arr
+    elif arr.dtype.kind == "u":
+        gaps = top - arr
+    else:
+        gaps = top.astype(np.uint64) - arr.astype(np.uint64)   # two's complement: exact modulo 2**64
+    return -gaps.astype(float)
+
+
+def refuse_inexact_integers(x, name):
+    """ValueError if ``x`` holds integers beyond 2**53, which float64 cannot hold exactly; names the first."""
+    arr = _integers(x)
+    if arr is not None and _beyond_float64(arr):
+        first = next(int(v) for v in arr.flat if abs(int(v)) > FLOAT64_EXACT)
+        raise ValueError(f"{name} holds integers beyond 2**53 = {FLOAT64_EXACT}, which float64 cannot hold "
+                         f"exactly (it would change their differences): got {first}; subtract a common value "
+                         f"first (the row's maximum), or pass floats")
+
+
+def read_only(arr):
+    """``arr`` marked read-only (a view of a caller's array must not write back into it); returns it."""
+    arr.flags.writeable = False
+    return arr

