@@ -80,8 +80,8 @@ def real_array(x, name, allow_neginf=False, how=None):
     if arr.size == 0:
         return arr
     top, low = arr.max(), arr.min()  # NaN propagates through both; cheap, no temporary arrays
-    if np.isfinite(top) and (np.isfinite(low) or (allow_neginf and np.isneginf(low))):
-        return arr
+    if all(np.isfinite(v) or (allow_neginf and np.isneginf(v)) for v in (top, low)):
+        return arr                   # (with allow_neginf, -inf everywhere is allowed: a row that hides every key)
     need = "a finite number or -inf" if allow_neginf else "a finite number"
     if np.isnan(arr).any():
         what = "NaN"

@@ -344,3 +344,19 @@ def test_at_512_tokens_every_figure_keeps_axes_of_a_readable_pixel_size(case):
             assert box.width >= 100 and box.height >= 100, f"{name}: axes {box.width:.0f} x {box.height:.0f} px"
     finally:
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------
+# -inf everywhere: a slice with every key hidden is allowed wherever -inf entries are
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("x", [np.array([-np.inf]), np.full((2, 3), -np.inf), np.full((2, 1, 4), -np.inf)])
+def test_softmax_of_scores_that_are_minus_inf_everywhere_is_all_zeros(x):
+    # The docstring's promise for a slice that hides every key (hand derivation: nothing to give weight to).
+    # This was refused as "x contains -inf" when every entry, not only some, was -inf.
+    w = softmax(x)
+    assert w.shape == x.shape and (w == 0).all()
+    with pytest.raises(ValueError, match="NaN"):
+        softmax(np.array([-np.inf, np.nan]))
+    with pytest.raises(ValueError, match="contains inf"):
+        softmax(np.array([-np.inf, np.inf]))
