@@ -56,7 +56,7 @@ def softmax(x, axis=-1):
     Integer scores beyond 2**53, which float64 cannot hold exactly, have
     their maximum subtracted in integers before they become floats, so
     their differences survive: 2**53 and 2**53 + 1 give 0.269 and 0.731 too
-    (``helpers.inputs.integer_gaps``).
+    (``helpers.inputs.exact_gaps``; long doubles likewise, in long double).
 
     Parameters
     ----------
@@ -85,7 +85,7 @@ def softmax(x, axis=-1):
     inputs.at_least(scores, "x", 1)
     axis = inputs.checked_axis(scores, axis)
     inputs.not_empty(scores, "x", axis, f"entry along axis {axis} to turn into weights")
-    gaps = inputs.integer_gaps(x, axis)                # None unless x holds integers beyond 2**53
+    gaps = inputs.exact_gaps(x, axis)                # None unless x holds integers beyond 2**53 or long doubles
     return _exp_normalise(_minus_max(scores, axis) if gaps is None else gaps, axis)   # the one new array
 
 

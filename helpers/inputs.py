@@ -18,7 +18,7 @@ __all__ = [
     "refuse_masked_array", "real_array", "at_least", "not_empty", "positive_whole", "even_width", "seed",
     "checked_axis", "checked_qkv", "checked_scale", "checked_mask", "checked_num_heads",
     "checked_weights", "checked_projection", "checked_flags", "refuse_overflow", "checked_heads_mask",
-    "integer_gaps", "refuse_inexact_integers", "read_only", "FLOAT64_EXACT",
+    "exact_gaps", "refuse_inexact_integers", "read_only", "FLOAT64_EXACT",
 ]
 
 #: Every whole number up to 2**53 in magnitude is exactly a float64 (its significand has 53 bits);
@@ -287,7 +287,9 @@ def checked_heads_mask(mask, X, num_heads):
     sentence b's row. One more dimension than X means the head axis is there
     already: (..., num_heads or 1, n_q or 1, n_k), such as
     padding_mask(is_real, num_heads=h) (B, 1, 1, n_k). A mask of 2
-    dimensions ((n, n) or (1, n)) applies to every sentence and head.
+    dimensions ((n, n) or (1, n)) applies to every sentence and head. Any
+    other number of dimensions is refused, saying what to pass: a (B, 1, n)
+    mask for X of shape (1, B, n, d) would otherwise line B up with the heads.
     """
     refuse_masked_array(mask, "mask", how=(
         "pass a boolean array, True = may attend; from a masked array m whose True means hidden, "
@@ -298,7 +300,7 @@ def checked_heads_mask(mask, X, num_heads):
         arr = np.asarray(mask)
     except ValueError:
         return checked_mask(mask, want)  # raises, saying why it could not be read
-    if arr.ndim > X.ndim + 1:
+    if arr.ndim > X.ndim + 1 or 2 < arr.ndim < X.ndim:  # between 2 and X's: which batch axis it means is a guess
         raise ValueError(
             f"mask of shape {arr.shape} has {arr.ndim} dimensions; for X of shape {X.shape} multi_head_attention "
             f"takes {X.ndim} (per sentence, (..., n_q or 1, n_k): padding_mask(is_real), or causal_mask(n)) or "
@@ -323,8 +325,12 @@ def _beyond_float64(arr):
     return arr.size > 0 and max(abs(int(arr.max())), abs(int(arr.min()))) > FLOAT64_EXACT
 
 
-def integer_gaps(x, axis):
-    """For integer scores beyond 2**53, x minus the maximum along ``axis``, computed exactly, as floats; else None.
+def exact_gaps(x, axis):
+    """x minus its maximum along ``axis``, computed before float64 loses the differences, as floats; else None.
+
+    For integer scores beyond 2**53 and for long doubles (which hold 2**53 and
+    2**53 + 1 apart, where float64 makes them equal); None for anything else,
+    whose differences float64 keeps as well as the input does.
 
     Softmax only sees differences: softmax(x) = softmax(x - max). Integers
     past FLOAT64_EXACT lose their last digits when converted to float64, so
@@ -335,6 +341,11 @@ def integer_gaps(x, axis):
     is then off by at most 2**-53 of itself, which moves no weight whose
     exp(-gap) is not already 0. ``x`` must have been checked (``real_array``).
     """
+    raw = np.asarray(x) if not isinstance(x, np.ma.MaskedArray) else None
+    if raw is not None and raw.dtype.kind == "f" and raw.dtype.itemsize > 8:   # long double
+        top = raw.max(axis=axis, keepdims=True)
+        top[np.isneginf(top)] = 0.0                # a slice hiding every key stays -inf: exp gives 0
+        return (raw - top).astype(float)
     arr = _integers(x)
     if arr is None or not _beyond_float64(arr):
         return None

@@ -34,7 +34,7 @@ import numbers
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.inputs import checked_weights, integer_gaps  # the checks every module shares
+from helpers.inputs import checked_weights, exact_gaps  # the checks every module shares
 from helpers.inputs import positive_whole as _positive_int
 from helpers.inputs import seed as _seed
 
@@ -67,18 +67,33 @@ NO_TARGET = -1
 # Input checks: ValueError naming the argument, never a numpy traceback
 # --------------------------------------------------------------------------
 
+def _real_number(value):
+    """``value`` as a float if it is one real number (a 0-d numpy array included), else None (inf if too large)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an int such as 10**400: no float holds it
+        return float("inf")
+
+
 def _positive_real(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return float(value)
+    number = _real_number(value)
+    if number is None or not np.isfinite(number) or number <= 0:
+        got = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:12]}... ({len(repr(value))} characters)"
+        raise ValueError(f"{name} must be a positive finite number; got {got}")
+    return number
 
 
 def _fraction_below_one(value, name):
     """``value`` as a float in [0, 1), or ValueError: an average's decay rate (1 would divide 0 by 0)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
+    number = _real_number(value)
+    if number is None or not 0.0 <= number < 1.0:
         raise ValueError(f"{name} must be a number in [0, 1) (the decay rate of a running mean; 1 - {name}**t "
                          f"must not be 0); got {value!r}")
-    return float(value)
+    return number
 
 
 def _check_state(state, params):
@@ -88,6 +103,7 @@ def _check_state(state, params):
     t = state.get("t", 0)
     if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
         raise ValueError(f"state['t'] must be a non-negative whole number (the steps taken so far); got {t!r}")
+    checked = {}
     for name in PARAMETERS:
         for key in (f"m_{name}", f"v_{name}"):
             if key in state:
@@ -97,6 +113,11 @@ def _check_state(state, params):
                         f"state[{key!r}] has shape {entry.shape} but params[{name!r}] has shape "
                         f"{params[name].shape}: this state was left by parameters of another shape; start "
                         f"from state = {{}} for new parameters")
+                if key.startswith("v_") and (entry < 0).any():
+                    raise ValueError(f"state[{key!r}] holds a negative number; it is a running mean of squared "
+                                     f"gradients, never negative: start from state = {{}}")
+                checked[key] = entry
+    state.update(checked)   # the entries as float arrays (a state read back from JSON holds lists)
 
 
 def _check_grads(params, grads):
@@ -267,15 +288,15 @@ def cross_entropy(logits, targets):
     loss = -mean over counted positions of log softmax(logits)[target].
     Returns (loss as a float, d_logits (B, n, n_classes)); d_logits is
     (softmax(logits) - one_hot(target)) / count at counted positions, 0 elsewhere.
-    Integer logits beyond 2**53 have each row's maximum subtracted in
-    integers first, as ``softmax`` does (the loss and its gradient depend on
+    Integer logits beyond 2**53 (and long doubles) have each row's maximum
+    subtracted before float64 could lose their differences, as ``softmax`` does (the loss and its gradient depend on
     their differences only).
     Raises ValueError for shapes that do not fit, or targets out of range.
     """
     checked = _finite(logits, "logits")
     if checked.ndim != 3:
         raise ValueError(f"logits must have shape (B, n, n_classes); got {checked.shape}")
-    gaps = integer_gaps(logits, -1)  # None unless the logits are integers beyond 2**53
+    gaps = exact_gaps(logits, -1)  # None unless the logits are integers beyond 2**53 or long doubles
     return _cross_entropy(checked if gaps is None else gaps, _check_targets(targets, checked.shape[:2], checked.shape[2]))
 
 

@@ -360,3 +360,52 @@ def test_softmax_of_scores_that_are_minus_inf_everywhere_is_all_zeros(x):
         softmax(np.array([-np.inf, np.nan]))
     with pytest.raises(ValueError, match="contains inf"):
         softmax(np.array([-np.inf, np.inf]))
+
+
+def test_a_mask_between_two_dimensions_and_x_s_is_refused_not_lined_up_with_the_heads():
+    # X (1, B=2, n, d) with padding_mask(is_real) (B, 1, n): numpy would line B up with the 2 heads and give each
+    # head another sentence's padding (a fresh reviewer measured outputs off by 8.5). Refused, saying what to pass.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1, 2, 3, 4))
+    W = [rng.normal(size=(4, 4)) for _ in range(4)]
+    is_real = np.array([[True, True, False], [True, False, False]])
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 3\) has 3 dimensions.*takes 4 .*or 5"):
+        multi_head_attention(X, *W, 2, mask=padding_mask(is_real))
+    out, _ = multi_head_attention(X, *W, 2, mask=padding_mask(is_real)[None])   # per sentence, X's 4 dimensions
+    for b in range(2):                                                            # each sentence alone, its pads cut
+        n_b = int(is_real[b].sum())
+        alone, _ = multi_head_attention(X[0, b, :n_b], *W, 2)
+        assert np.allclose(out[0, b, :n_b], alone, atol=1e-12)
+
+
+def test_adam_step_reads_a_state_of_lists_a_zero_d_beta_and_refuses_a_huge_rate_and_a_negative_v():
+    # Found by a fresh reviewer: a state read back from JSON (lists) failed deep inside numpy, np.array(0.9)
+    # was refused as a beta, 10**400 gave a bare OverflowError, and a negative v_* gave NaN parameters.
+    params, grads = _training_case()
+    state = {}
+    once = training.adam_step(params, grads, state, 0.1)
+    as_lists = {"t": state["t"], **{k: v.tolist() for k, v in state.items() if k != "t"}}
+    again = training.adam_step(once, grads, dict(state), 0.1)
+    from_lists = training.adam_step(once, grads, as_lists, 0.1)
+    assert all(np.allclose(from_lists[k], again[k], rtol=0, atol=1e-15) for k in again)
+    zero_d = training.adam_step(params, grads, {}, 0.1, beta1=np.array(0.9))
+    assert all(np.array_equal(zero_d[k], once[k]) for k in once)
+    with pytest.raises(ValueError, match=r"learning_rate must be a positive finite number; got 100000000000\.\.\."):
+        training.adam_step(params, grads, {}, 10**400)
+    bad = {"t": 1, **{k: np.array(v) for k, v in state.items() if k != "t"}}
+    bad["v_W_Q"] = -np.abs(bad["v_W_Q"]) - 1.0
+    with pytest.raises(ValueError, match=r"state\['v_W_Q'\] holds a negative number"):
+        training.adam_step(params, grads, bad, 0.1)
+
+
+def test_softmax_and_cross_entropy_of_long_doubles_keep_differences_float64_would_lose():
+    # The same kind as integers beyond 2**53 (found by a fresh reviewer): a long double holds 2**53 and 2**53 + 1
+    # apart, float64 makes them equal. Right values by hand: softmax([0, 1]) = [1/(1+e), e/(1+e)].
+    x = np.array([2**53, 2**53 + 1], dtype=np.longdouble)
+    if x[1] - x[0] != 1:
+        pytest.skip("this platform's long double is float64 itself (e.g. on Windows or arm64 macOS)")
+    want = np.array([1 / (1 + math.e), math.e / (1 + math.e)])
+    assert np.allclose(softmax(x), want, rtol=0, atol=1e-15)
+    logits = x.reshape(1, 1, 2)
+    assert math.isclose(training.cross_entropy(logits, np.array([[1]]))[0], -math.log(want[1]), rel_tol=1e-12)
+    assert (softmax(np.full((1, 3), -np.inf, dtype=np.longdouble)) == 0).all()
