@@ -554,7 +554,9 @@ class MiniLM:
         Each text is cut to the model's max_seq_length (256 tokens, [CLS]
         and [SEP] included) as the published model does; a UserWarning says
         which texts were cut. Returns an ndarray (len(texts), 384), each row
-        of length 1. Raises ValueError as ``tokenize`` does, or for an empty list.
+        of length 1. Raises ValueError as ``tokenize`` does (so a text of more
+        than 512 tokens, the model's positions, is refused rather than cut,
+        unlike sentence-transformers), or for an empty list.
         """
         try:
             texts = None if isinstance(texts, str) else list(texts)

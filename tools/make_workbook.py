@@ -2,13 +2,26 @@
 
 Run it after changing a stub: .venv/bin/python tools/make_workbook.py
 tests/test_checkers.py checks the stored file is exactly what this writes.
+A workbook that holds anything else (a learner's own functions) is not
+overwritten unless --force is given: copy it somewhere safe first.
 """
 
+import sys
 from pathlib import Path
 
 from helpers.exercises.solutions import workbook_source
 
+PATH = Path(__file__).resolve().parent.parent / "notebooks" / "workbook.py"
+
+
+def main(args):
+    stubs = workbook_source()
+    if PATH.exists() and PATH.read_text(encoding="utf-8") != stubs and "--force" not in args:
+        sys.exit(f"{PATH} holds code that is not the course's stubs (your own functions?). Nothing was written. "
+                 "Copy it somewhere safe, then run this again with --force to write the stubs.")
+    PATH.write_text(stubs, encoding="utf-8")
+    print(f"wrote {PATH}")
+
+
 if __name__ == "__main__":
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "workbook.py"
-    path.write_text(workbook_source(), encoding="utf-8")
-    print(f"wrote {path}")
+    main(sys.argv[1:])
