@@ -341,18 +341,16 @@ def exact_gaps(x, axis):
     is then off by at most 2**-53 of itself, which moves no weight whose
     exp(-gap) is not already 0. ``x`` must have been checked (``real_array``).
     """
-    raw = np.asarray(x) if not isinstance(x, np.ma.MaskedArray) else None
-    if raw is not None and raw.dtype.kind == "f" and raw.dtype.itemsize > 8:   # long double
+    raw = np.asarray(x)
+    if raw.dtype.kind == "f" and raw.dtype.itemsize > 8:   # long double
         top = raw.max(axis=axis, keepdims=True)
         top[np.isneginf(top)] = 0.0                # a slice hiding every key stays -inf: exp gives 0
         return (raw - top).astype(float)
-    arr = _integers(x)
+    arr = _integers(raw)
     if arr is None or not _beyond_float64(arr):
         return None
     top = arr.max(axis=axis, keepdims=True)
-    if arr.dtype.kind == "O":
-        gaps = top - arr
-    elif arr.dtype.kind == "u":
+    if arr.dtype.kind in "Ou":                     # Python ints, or unsigned: top - x is exact as it is
         gaps = top - arr
     else:
         gaps = top.astype(np.uint64) - arr.astype(np.uint64)   # two's complement: exact modulo 2**64
