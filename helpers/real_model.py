@@ -6,7 +6,8 @@ every head works on d_k = 384 / 12 = 32 features. This module runs it forward
 in numpy (with scipy's erf for the GELU, which numpy lacks): the attention inside every layer is
 ``helpers.attention.scaled_dot_product_attention``, the same function the
 course builds by hand, so the weights you look at here are made by the code
-you have already read.
+you have already read; or, with ``run(text, attention=fn)``, by your own
+attention function.
 
 Where the files come from
 -------------------------
@@ -189,6 +190,7 @@ class MiniLMOutput:
     is_real : ndarray (n,) of bool, False at the [PAD] positions.
     attention : ndarray (layers, heads, n, n) = (6, 12, n, n), the attention
         weights of every head of every layer; queries on rows, keys on columns.
+        None when the run used an attention function that returned no weights.
     hidden_states : ndarray (layers + 1, n, d_model) = (7, n, 384), the token
         vectors after the embeddings (index 0) and after each layer.
     embedding : ndarray (384,), the sentence embedding as the model publishes
@@ -224,6 +226,47 @@ class MiniLMOutput:
 # --------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------
+
+def _call_attention(fn, Q, K, V, mask, layer):
+    """Run a replacement attention function on one layer's heads; check what it returns.
+
+    Q, K, V: (..., heads, n, d_k); mask None or bool (..., 1, 1, n). Returns
+    (output, weights) as float64 arrays, weights None when ``fn`` returned
+    the output alone. ValueError, naming the layer, for anything else.
+    """
+    args = [np.array(Q), np.array(K), np.array(V)]           # writable copies: fn may work in place
+    if mask is not None:
+        args.append(np.array(mask))
+    try:
+        result = fn(*args)
+    except Exception as exc:
+        exc.add_note(f"(raised by your attention function in layer {layer} of the model, called as "
+                     f"attention(Q, K, V{', mask' if mask is not None else ''}) with Q of shape {Q.shape})")
+        raise
+    output, weights = result if isinstance(result, tuple) and len(result) == 2 else (result, None)
+    where = f"your attention function, in layer {layer},"
+    if output is None:
+        raise ValueError(f"{where} returned None (is its return line missing?); it must return the output "
+                         f"of shape {Q.shape}, or (output, weights)")
+    checked = []
+    for name, value, shape in (("output", output, Q.shape), ("weights", weights, Q.shape[:-1] + K.shape[-2:-1])):
+        if value is None and name == "weights":
+            checked.append(None)
+            continue
+        try:
+            value = np.array(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where} returned {name} that is not an array of numbers "
+                             f"({type(value).__name__}); it must return an array of shape {shape}") from None
+        if value.shape != shape:
+            raise ValueError(f"{where} returned {name} of shape {value.shape}; it must have shape {shape} "
+                             f"(..., heads, n, {'d_k' if name == 'output' else 'n'})")
+        if not np.isfinite(value).all():
+            raise ValueError(f"{where} returned {name} with NaN or infinite entries; a hidden key must get "
+                             "weight 0 (set its score to -inf before a softmax that subtracts the maximum)")
+        checked.append(value)
+    return checked[0], checked[1]
+
 
 def _layer_norm(x, gamma, beta, eps):
     """LayerNorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta."""
@@ -373,7 +416,7 @@ class MiniLM:
 
     # ---- the forward pass -----------------------------------------------
 
-    def forward(self, ids, is_real=None, use_padding_mask=True, heads_off=()):
+    def forward(self, ids, is_real=None, use_padding_mask=True, heads_off=(), attention=None):
         """Run the encoder on token ids.
 
         Parameters
@@ -390,10 +433,22 @@ class MiniLM:
             joined by W_O (an ablation: the head contributes nothing, the
             rest of the layer runs as usual). Its attention weights are still
             returned. Empty (the default) switches nothing off.
+        attention : None, or a function that replaces the course's
+            ``scaled_dot_product_attention`` in every layer: your own, for
+            example. It is called as ``attention(Q, K, V)``, or
+            ``attention(Q, K, V, mask)`` when there are [PAD] keys to hide,
+            with float64 copies Q, K, V of shape (..., heads, n, d_k) =
+            (..., 12, n, 32) and a boolean mask of shape (..., 1, 1, n),
+            True = may attend (it broadcasts over heads and queries). It
+            must return the output (..., heads, n, d_k), or the pair
+            (output, weights) with weights (..., heads, n, n). Scaling by
+            1/sqrt(d_k) is its job, as in Vaswani et al. (2017), eq. 1.
+            Whatever it returns is cast to float64 for the rest of the pass.
 
         Returns
         -------
-        attention : ndarray (..., layers, heads, n, n)
+        attention : ndarray (..., layers, heads, n, n); None when an
+            ``attention`` function returned the output alone, without weights
         hidden_states : ndarray (..., layers + 1, n, d_model)
         embedding : ndarray (..., d_model), mean over the real tokens of the
             last hidden states, scaled to length 1: over every token given,
@@ -405,8 +460,16 @@ class MiniLM:
         ValueError if n is 0 or larger than 512, an id is outside the
         vocabulary, ``is_real`` has another shape than ``ids`` or is not
         boolean, a sequence has no real token, or ``heads_off`` holds
-        anything but (layer, head) pairs of whole numbers in range.
+        anything but (layer, head) pairs of whole numbers in range, or
+        ``attention`` is not callable or returns something else than an
+        output of the right shape (with, if any, weights of the right shape)
+        of finite real numbers; the message names the layer. An exception
+        raised inside ``attention`` itself reaches you unchanged, with a
+        note saying which layer ran it.
         """
+        if attention is not None and not callable(attention):
+            raise ValueError(f"attention must be a function like scaled_dot_product_attention, or None; "
+                             f"got {type(attention).__name__}")
         refuse_masked_array(ids, "ids", how=(
             "pass plain token ids, np.ma.getdata(ids), and mark the padding with is_real: from a masked array "
             "whose True means padding, is_real=~np.ma.getmaskarray(ids)"))
@@ -447,13 +510,16 @@ class MiniLM:
         # (With no [PAD] at all the mask would change nothing, so none is passed.)
         mask = is_real[..., None, None, :] if use_padding_mask and not is_real.all() else None
 
-        hidden, attention = [x], []
+        hidden, weights_of_layers = [x], []
         for layer, L in enumerate(self.layers):
             # 2. Multi-head self-attention, each projection with its bias.
             Q = split_heads(x @ L["W_Q"] + L["b_Q"], self.num_heads)   # (..., heads, n, d_k)
             K = split_heads(x @ L["W_K"] + L["b_K"], self.num_heads)
             V = split_heads(x @ L["W_V"] + L["b_V"], self.num_heads)
-            heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # scale 1/sqrt(32)
+            if attention is None:
+                heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # scale 1/sqrt(32)
+            else:
+                heads, weights = _call_attention(attention, Q, K, V, mask, layer)
             for head in off.get(layer, ()):
                 heads[..., head, :, :] = 0.0                      # ablation: this head adds nothing
             attended = merge_heads(heads) @ L["W_O"] + L["b_O"]
@@ -464,13 +530,14 @@ class MiniLM:
             ffn = _gelu_in_place(inner) @ L["W_2"] + L["b_2"]
             x = _layer_norm(x + ffn, *L["ln_ffn"], self.eps)
             hidden.append(x)
-            attention.append(weights)
+            weights_of_layers.append(weights)
 
         # 4. Mean pooling over the real tokens, then length 1.
         keep = is_real[..., None].astype(np.float64)
         pooled = (x * keep).sum(axis=-2) / keep.sum(axis=-2)
         embedding = pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
-        return np.stack(attention, axis=-4), np.stack(hidden, axis=-3), embedding
+        weights = None if any(w is None for w in weights_of_layers) else np.stack(weights_of_layers, axis=-4)
+        return weights, np.stack(hidden, axis=-3), embedding
 
     def _heads_off(self, heads_off):
         """{layer: [head, ...]} from an iterable of (layer, head) pairs; ValueError naming what is wrong."""
@@ -500,7 +567,7 @@ class MiniLM:
                 f"{self.max_seq_length} ([CLS], {self.max_seq_length - 2} word pieces, [SEP]), as the published "
                 f"model does" if n > self.max_seq_length else "")
 
-    def run(self, text, pad_to=None, use_padding_mask=True, heads_off=()):
+    def run(self, text, pad_to=None, use_padding_mask=True, heads_off=(), attention=None):
         """Tokenize ``text`` and run the model on it.
 
         Parameters
@@ -513,6 +580,9 @@ class MiniLM:
             ``forward``). Without padding it changes nothing.
         heads_off : (layer, head) pairs whose output is set to zero (see
             ``forward``); empty by default.
+        attention : None (the course's attention), or your own attention
+            function run in every layer instead (see ``forward``): for
+            example ``model.run(text, attention=workbook.attention)``.
 
         Returns
         -------
@@ -540,15 +610,15 @@ class MiniLM:
             tokens = tokens + [self.pad_token] * extra
             ids = np.concatenate([ids, np.full(extra, self.pad_id, dtype=np.int64)])
             is_real = np.concatenate([is_real, np.zeros(extra, dtype=bool)])
-        attention, hidden, embedding = self.forward(ids, is_real, use_padding_mask=use_padding_mask,
-                                                    heads_off=heads_off)
+        weights, hidden, embedding = self.forward(ids, is_real, use_padding_mask=use_padding_mask,
+                                                  heads_off=heads_off, attention=attention)
         n = int(is_real.sum())
         if n > self.max_seq_length:  # the published embedding reads the first max_seq_length tokens only
-            embedding = self.forward(self._for_embedding(ids[:n]), heads_off=heads_off)[2]
-        return MiniLMOutput(tokens, ids, is_real, attention, hidden, embedding, bool(use_padding_mask),
+            embedding = self.forward(self._for_embedding(ids[:n]), heads_off=heads_off, attention=attention)[2]
+        return MiniLMOutput(tokens, ids, is_real, weights, hidden, embedding, bool(use_padding_mask),
                             min(n, self.max_seq_length), self._cut_note(n))
 
-    def embed(self, texts):
+    def embed(self, texts, attention=None):
         """Sentence embeddings of a list of texts, run as one padded batch with the padding mask.
 
         Each text is cut to the model's max_seq_length (256 tokens, [CLS]
@@ -557,6 +627,9 @@ class MiniLM:
         of length 1. Raises ValueError as ``tokenize`` does (so a text of more
         than 512 tokens, the model's positions, is refused rather than cut,
         unlike sentence-transformers), or for an empty list.
+        ``attention``: None, or your own attention function (see ``forward``);
+        the batch reaches it as Q, K, V of shape (len(texts), 12, n, 32) with
+        the padding mask (len(texts), 1, 1, n) when the texts differ in length.
         """
         try:
             texts = None if isinstance(texts, str) else list(texts)
@@ -575,7 +648,7 @@ class MiniLM:
         for row, e in enumerate(encoded):
             ids[row, : len(e)] = e
             is_real[row, : len(e)] = True
-        return self.forward(ids, is_real)[2]
+        return self.forward(ids, is_real, attention=attention)[2]
 
 
 @functools.lru_cache(maxsize=4)

@@ -46,8 +46,10 @@ below imports this package):
     battery.py      the inputs each piece is run on
     checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
     solutions.py    the worked solution of each piece, and the workbook's stubs
+    finale.py       run_with_your_attention: your attention inside the real model, judged
 
-Every public name is re-exported here: ``from helpers.exercises import X``.
+Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
+first use, so that importing the exercises does not load the real model's libraries).
 """
 
 from __future__ import annotations
@@ -79,4 +81,15 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
+    "run_with_your_attention", "ModelVerdict",
 ]
+
+_FINALE = ("run_with_your_attention", "ModelVerdict")
+
+
+def __getattr__(name):
+    """The finale's names, imported on first use: finale.py loads the real model's libraries."""
+    if name in _FINALE:
+        from helpers.exercises import finale
+        return getattr(finale, name)
+    raise AttributeError(f"module 'helpers.exercises' has no attribute {name!r}")
