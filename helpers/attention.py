@@ -1,4 +1,4 @@
-"""The attention mechanism of notebooks 01-05, in numpy and nothing else.
+"""The attention mechanism of notebooks 01-05, and the grouped-query heads and sliding windows of current models, in numpy and nothing else.
 
 This is the one file to read to see the mechanism: each function's body is
 its computation, and each input check is one call into helpers/inputs.py
@@ -28,6 +28,7 @@ __all__ = [
     "softmax",
     "scaled_dot_product_attention",
     "causal_mask",
+    "sliding_window_mask",
     "padding_mask",
     "attention_entropy",
     "split_heads",
@@ -221,6 +222,27 @@ def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool))
 
 
+def sliding_window_mask(n, window):
+    """The causal sliding-window mask of Mistral 7B (Jiang et al. 2023, section 2): shape (n, n), bool.
+
+    Entry [i, j] is True when 0 <= i - j < window: each query sees itself and
+    the window - 1 tokens before it, at most ``window`` keys, never a later
+    one. window >= n gives ``causal_mask(n)``. (Longformer, Beltagy et al.
+    2020, section 3.1, uses a window on both sides, in an encoder.)
+
+    The mask alone saves no memory: scaled_dot_product_attention still builds
+    all n x n scores; the saving comes from not computing the key blocks
+    wholly outside the window. Stacked over L layers a token draws on
+    L * (window - 1) + 1 positions.
+
+    Raises ValueError unless ``n`` and ``window`` are positive whole numbers.
+    """
+    n = inputs.positive_whole(n, "n", "a positive whole number of tokens")
+    window = inputs.positive_whole(window, "window", "a positive whole number of keys (itself included)")
+    back = np.arange(n)[:, None] - np.arange(n)[None, :]     # i - j: how far key j lies behind query i
+    return (back >= 0) & (back < window)
+
+
 def padding_mask(is_real, num_heads=None):
     """The padding mask of a batch of sentences, shaped for ``scaled_dot_product_attention``.
 
@@ -331,8 +353,8 @@ def merge_heads(x):
     return inputs.read_only(x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1]))
 
 
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
-    """Multi-head self-attention, Vaswani et al. (2017), section 3.2.2.
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, num_kv_heads=None):
+    """Multi-head self-attention, Vaswani et al. (2017), section 3.2.2; grouped-query with ``num_kv_heads``.
 
         Q = X W_Q,  K = X W_K,  V = X W_V            (each (..., n, d_model))
         head_h = attention(Q_h, K_h, V_h)             (Q_h: features of head h)
@@ -344,11 +366,22 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     512 the heads together have the parameters and multiply-adds of one
     full-width head, but num_heads * n * n attention weights instead of n * n.
 
+    Grouped-query attention (Ainslie et al. 2023, section 2.2): with
+    ``num_kv_heads`` = G, W_K and W_V make only G key/value heads of d_k
+    features, and query heads are cut into G groups of num_heads / G
+    neighbours, each sharing one: query head h reads key/value head
+    h // (num_heads / G). G = num_heads is the multi-head attention above;
+    G = 1 is multi-query attention (Shazeer 2019), one key/value head for all.
+    A cache of keys and values then holds G heads instead of num_heads.
+
     Parameters
     ----------
     X : array (..., n, d_model)
-    W_Q, W_K, W_V : arrays (d_model, d_model); columns h*d_k .. (h+1)*d_k - 1
-        belong to head h.
+    W_Q : array (d_model, d_model); columns h*d_k .. (h+1)*d_k - 1 belong
+        to query head h.
+    W_K, W_V : arrays (d_model, num_kv_heads * d_k), (d_model, d_model)
+        without grouping; columns g*d_k .. (g+1)*d_k - 1 belong to key/value
+        head g.
     W_O : array (d_model, d_model), applied to the concatenated heads.
     num_heads : positive integer dividing d_model.
     mask : optional boolean array, True = may attend. Its head axis is
@@ -362,6 +395,8 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
         - one more than X, (..., num_heads or 1, n or 1, n): per head,
           ``padding_mask(is_real, num_heads=h)`` (B, 1, 1, n) among them.
         More dimensions are refused, with a message saying what to pass.
+    num_kv_heads : None (num_heads), or a positive whole number dividing
+        num_heads: the number of key/value heads.
 
     Returns
     -------
@@ -373,7 +408,8 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     ------
     ValueError naming the argument and shapes when X is not (..., n, d_model),
     a weight matrix is not (d_model, d_model), num_heads does not divide
-    d_model (the message lists the values that do), or the mask is bad
+    d_model (the message lists the values that do), num_kv_heads does not
+    divide num_heads (likewise), or the mask is bad
     (not boolean, a numpy masked array, too many dimensions, or not
     broadcasting to (..., num_heads, n, n)).
     """
@@ -381,13 +417,17 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     inputs.at_least(X, "X", 2, "(..., n, d_model)")
     inputs.not_empty(X, "X", -2, "token (n >= 1)")
     inputs.not_empty(X, "X", -1, "feature (d_model >= 1)")
-    W_Q, W_K, W_V, W_O = (inputs.checked_projection(W, name, X)
-                          for W, name in ((W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V"), (W_O, "W_O")))
     num_heads = inputs.checked_num_heads(num_heads, X.shape[-1])
+    kv_width = "d_model" if num_kv_heads is None else "num_kv_heads * d_k"   # how the message names it
+    num_kv_heads = inputs.checked_num_kv_heads(num_kv_heads, num_heads)
+    W_Q, W_O = (inputs.checked_projection(W, name, X) for W, name in ((W_Q, "W_Q"), (W_O, "W_O")))
+    W_K, W_V = (inputs.checked_projection(W, name, X, num_kv_heads * (X.shape[-1] // num_heads), kv_width)
+                for W, name in ((W_K, "W_K"), (W_V, "W_V")))
     if mask is not None:
         mask = inputs.checked_heads_mask(mask, X, num_heads)  # per sentence or per head: see above
     Q = split_heads(X @ W_Q, num_heads)
-    K = split_heads(X @ W_K, num_heads)
-    V = split_heads(X @ W_V, num_heads)
+    group = num_heads // num_kv_heads                        # query heads per key/value head
+    K = np.repeat(split_heads(X @ W_K, num_kv_heads), group, axis=-3)   # head h reads K head h // group
+    V = np.repeat(split_heads(X @ W_V, num_kv_heads), group, axis=-3)
     heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # scale 1/sqrt(d_k) per head
     return merge_heads(heads) @ W_O, weights

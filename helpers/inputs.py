@@ -125,14 +125,12 @@ def seed(value):
     return int(value)
 
 
-def even_width(d_model):
+def even_width(d_model, name="d_model", why="sin and cos columns come in pairs"):
     """``d_model`` as an int, or ValueError unless it is an even whole number >= 2."""
-    if positive_whole(d_model, "d_model", _EVEN) % 2:
-        raise ValueError(f"d_model must be {_EVEN}; got {d_model!r}")
+    needs = f"an even whole number >= 2 ({why})"
+    if positive_whole(d_model, name, needs) % 2:
+        raise ValueError(f"{name} must be {needs}; got {d_model!r}")
     return int(d_model)
-
-
-_EVEN = "an even whole number >= 2 (sin and cos columns come in pairs)"
 
 
 def checked_axis(arr, axis, name="x"):
@@ -243,16 +241,56 @@ def checked_weights(weights):
     return w
 
 
-def checked_projection(W, name, X):
-    """The weight matrix ``W`` as a float array of shape (d_model, d_model) for X (..., n, d_model), or ValueError."""
+def checked_projection(W, name, X, width=None, what="d_model"):
+    """The weight matrix ``W`` as a float array of shape (d_model, width) for X (..., n, d_model), or ValueError.
+
+    width: the number of columns W needs, d_model when None; ``what`` names
+    it in the message (e.g. "num_kv_heads * d_k").
+    """
     W = real_array(W, name)
     d_model = X.shape[-1]
-    if W.shape != (d_model, d_model):
+    width = d_model if width is None else width
+    if W.shape != (d_model, width):
         raise ValueError(
-            f"{name} must have shape (d_model, d_model) = ({d_model}, {d_model}) to match X of shape {X.shape}; "
+            f"{name} must have shape (d_model, {what}) = ({d_model}, {width}) to match X of shape {X.shape}; "
             f"got {W.shape}"
         )
     return W
+
+
+def checked_num_kv_heads(num_kv_heads, num_heads):
+    """``num_kv_heads`` as an int (``num_heads`` when None), or ValueError unless it divides num_heads."""
+    if num_kv_heads is None:
+        return num_heads
+    positive_whole(num_kv_heads, "num_kv_heads")
+    if num_heads % num_kv_heads:
+        options = [g for g in range(1, num_heads + 1) if num_heads % g == 0]
+        raise ValueError(
+            f"num_heads = {num_heads} must be a multiple of num_kv_heads, so that each key/value head serves "
+            f"the same number of query heads; got num_kv_heads = {num_kv_heads}. Values that work: {options}")
+    return int(num_kv_heads)
+
+
+def checked_positions(positions, n):
+    """RoPE's positions as floats of shape (n,) (0 .. n-1 when None), or ValueError naming positions."""
+    if positions is None:
+        return np.arange(n, dtype=float)
+    p = real_array(positions, "positions")
+    if p.shape != (n,):
+        raise ValueError(f"positions must have one entry per token, shape ({n},); got shape {p.shape}")
+    if (p < 0).any():
+        raise ValueError(f"positions must be >= 0 (a token's place, counted from 0); got a minimum of "
+                         f"{float(p.min())}")
+    return p
+
+
+def checked_base(base):
+    """RoPE's base as a float > 1, or ValueError naming base."""
+    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not np.isfinite(float(base)) \
+            or float(base) <= 1:
+        raise ValueError(f"base must be a finite number > 1 (the angles are position * base^(-2i/d)); "
+                         f"got {base!r}")
+    return float(base)
 
 
 def refuse_overflow(scores, Q, K, scale, where="float64 "):
