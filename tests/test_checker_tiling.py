@@ -226,7 +226,16 @@ def tiled_stop_early(Q, K, V, block_size):
     return acc / np.where(l == 0, 1, l)[..., None]
 
 
-TILED_NAMED = [
+def tiled_one_sentence(Q, K, V, block_size):
+    """Right for one sentence; K[start:stop] and .T break on a batch."""
+    m, l, acc = np.full(Q.shape[:-1], -inf), np.zeros(Q.shape[:-1]), np.zeros(Q.shape[:-1] + V.shape[-1:])
+    for start in range(0, len(K), block_size):
+        s = Q @ K[start:start + block_size].T / np.sqrt(K.shape[-1])
+        m, l, acc = WORKED["online_softmax_update"](m, l, acc, s, V[start:start + block_size])
+    return acc / l[..., None]
+
+
+TILED_NAMED = [(tiled_one_sentence, "batch_transpose"), 
     (tiled_with(step_acc_not_rescaled), "acc_not_rescaled"), (tiled_with(step_sum_not_rescaled), "sum_not_rescaled"),
     (tiled_first_max_kept, "old_max_kept"), (tiled_normalised_each, "normalised_per_block"),
     (tiled_with(step_flash1), "normalised_per_block"),       # FlashAttention 1's O, divided once more at the end
@@ -551,6 +560,41 @@ PIECES_HERE = ["online_softmax_update", "tiled_attention", "kv_cache_step"]
 def test_never_raises_whatever_the_function_returns(piece, value):
     verdict = diagnose(lambda *args, **kwargs: value, piece=piece)
     assert verdict.correct is False and isinstance(verdict.text, str) and verdict.text
+    assert verdict.mistake != "not_diagnosed", verdict.text        # diagnose itself did not fail
+
+
+@settings(max_examples=60, deadline=None)
+@given(piece=st.sampled_from(PIECES_HERE),
+       ops=st.lists(st.sampled_from(["scale", "T", "neg", "sum", "nan", "tuple", "drop_row", "first", "float16",
+                                     "int", "mutate"]), max_size=3))
+def test_never_raises_on_functions_that_compute_something(piece, ops):
+    def fn(*args):
+        out = WORKED[piece](*args)
+        for op in ops:
+            parts = list(out) if isinstance(out, tuple) else [out]
+            if op == "tuple":
+                out = (out, out)
+                continue
+            if op == "first":
+                out = parts[0]
+                continue
+            if op == "mutate":
+                args[0][...] = 1.0
+                continue
+            change = {"scale": lambda a: a * 3, "T": lambda a: np.asarray(a).T, "neg": lambda a: -np.asarray(a),
+                      "sum": lambda a: np.sum(a), "nan": lambda a: np.asarray(a) / 0,
+                      "drop_row": lambda a: np.asarray(a)[..., 1:], "float16": lambda a: np.asarray(a, np.float16),
+                      "int": lambda a: np.asarray(a).astype(int) if np.all(np.isfinite(a)) else a}[op]
+            parts = [change(p) for p in parts]
+            out = tuple(parts) if len(parts) > 1 else parts[0]
+        return out
+
+    with np.errstate(all="ignore"):
+        verdict = diagnose(fn, piece=piece)
+    assert isinstance(verdict.correct, bool) and isinstance(verdict.text, str) and verdict.text
+    assert verdict.mistake != "not_diagnosed", verdict.text
+    if {"scale", "nan", "sum", "mutate"} & set(ops):
+        assert verdict.correct is False, verdict.text
 
 
 @settings(max_examples=40, deadline=None)
@@ -567,6 +611,7 @@ def test_never_raises_whatever_the_function_raises(piece, after, exc):
         return WORKED[piece](*args)
 
     verdict = diagnose(fn, piece=piece)
+    assert verdict.mistake != "not_diagnosed", verdict.text
     battery = {"online_softmax_update": ONLINE_SOFTMAX_UPDATE, "tiled_attention": TILED_ATTENTION,
                "kv_cache_step": KV_CACHE_STEP}[piece]
     assert verdict.correct is (after >= len(battery)), verdict.text

@@ -64,6 +64,9 @@ FAULTS = {
                   "the keys (Vaswani et al. 2017, eq. 1).",
     "no_max_subtraction": "Your exp overflows on large scores: exp(1000) is inf, and inf / inf is NaN. Subtract "
                           "the (running) maximum before np.exp; it cancels in the division.",
+    "batch_transpose": "Your function works on one sentence but not on a batch. The usual cause: K[start:stop] "
+                       "slices the batch axis, and .T reverses every axis. Slice the keys along their own axis, "
+                       "K[..., start:stop, :], and transpose only the last two: np.swapaxes(K_block, -1, -2).",
     "new_token_not_attended": "You attend before appending: the new token's own key and value are not among the "
                               "keys it attends to (and the first token has nothing to attend to). Append k and v "
                               "first, then attend q over all t + 1 keys: under a causal mask a token sees itself.",
@@ -74,7 +77,7 @@ FAULTS = {
 
 STEP_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "neg_inf_nan")
 TILED_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "last_block_dropped",
-              "no_scaling", "no_max_subtraction")
+              "no_scaling", "no_max_subtraction", "batch_transpose")
 KV_KEYS = ("new_token_not_attended", "keys_values_swapped", "no_scaling", "no_max_subtraction")
 """The mistakes each piece's checker looks for, in the order it tries them."""
 
@@ -83,7 +86,7 @@ _FORMS = {
     "step": {"old_max_kept": {"kept": ("literal", "first")}, "normalised_per_block": {"normalise": ("each", "fa1")}},
     "tiled": {"old_max_kept": {"kept": ("first",)}, "normalised_per_block": {"normalise": ("each", "fa1"),
                                                                            "final": (True, False)},
-              "last_block_dropped": {"empty": ("nan", "zeros")}},
+              "last_block_dropped": {"empty": ("nan", "zeros")}, "batch_transpose": {"slice": ("first", "last")}},
     "kv": {"new_token_not_attended": {"empty": ("refuse", "zeros", "nan")},
            "keys_values_swapped": {"swap": ("all", "new")}},
 }
@@ -130,13 +133,20 @@ def _tiled(Q, K, V, block_size, faults, form):
         scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(K.shape[-1])
         n_k, rows = K.shape[-2], Q.shape[:-1]
         stop = n_k // block_size * block_size if "last_block_dropped" in faults else n_k
-        step = set(faults) - {"no_scaling", "last_block_dropped", "no_max_subtraction"}
+        step = set(faults) - {"no_scaling", "last_block_dropped", "no_max_subtraction", "batch_transpose"}
         if "no_max_subtraction" in faults:                  # exp(s - 0): a running max that never leaves 0
             step, form = step | {"old_max_kept"}, dict(form, kept="literal")
         m = np.zeros(rows) if "no_max_subtraction" in faults else np.full(rows, -np.inf)
         l, acc = np.zeros(rows), np.zeros(rows + V.shape[-1:])
         for k0 in range(0, stop, block_size):
-            s = Q @ np.swapaxes(K[..., k0:k0 + block_size, :], -1, -2) * scale
+            if "batch_transpose" in faults:                 # written for one sentence: K[k0:k1].T
+                K_block = K[k0:k0 + block_size] if form["slice"] == "first" else K[..., k0:k0 + block_size, :]
+                try:
+                    s = Q @ K_block.T * scale
+                except ValueError:                          # numpy refuses the shapes
+                    return None
+            else:
+                s = Q @ np.swapaxes(K[..., k0:k0 + block_size, :], -1, -2) * scale
             m, l, acc = _update(m, l, acc, s, V[..., k0:k0 + block_size, :], step, form)
         if "normalised_per_block" in faults and not form["final"]:
             return acc
@@ -308,8 +318,10 @@ def _verdict_of_output(fn, runs, piece, expected, keys, agrees, shape_words, dif
 def _unexplained(run, name, returns, want_shape, shape_words, different_words):
     if failed(run, name, returns) is not None:
         return failed(run, name, returns)
+    if run.problem is not None and run.weights == "shape":
+        return "wrong_shape", f"{name} must return the three updated arrays: return new_max, new_sum, new_acc."
     if run.problem is not None:
-        return ("wrong_shape" if run.weights == "shape" else "not_numbers"), f"{name} {run.problem}"
+        return "not_numbers", f"{name} {run.problem}"
     shapes = tuple(o.shape for o in run.out) if isinstance(run.out, tuple) else run.out.shape
     if shapes != want_shape:
         return "wrong_shape", f"{name} returns the wrong shape: {shape_words}"
@@ -342,8 +354,9 @@ def _shown(run, expected):
     """The first row that differs, or what went wrong instead beside the expected output."""
     if run.out is not None and run.problem is None:
         return _first_row(run.out, expected)
+    part, label = (expected[0], " for sentence 0") if expected.ndim > 2 else (expected, "")
     with np.printoptions(precision=3, suppress=True):
-        return f"{raised_words(run, None)}\nThe expected output: {np.array2string(expected, separator=' ')}"
+        return f"{raised_words(run, None)}\nThe expected output{label}: {np.array2string(part, separator=' ')}"
 
 
 def _run_all(fn, battery, args_of, time_limit, read):
