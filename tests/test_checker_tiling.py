@@ -647,3 +647,12 @@ def test_the_battery_docstrings_count_their_inputs():
     large = next(c for c in TILED_ATTENTION if c.name == "large scores").args
     top = float((large["Q"] @ large["K"].T).max() / np.sqrt(large["K"].shape[-1]))
     assert f"scores up to {top:.0f}" in source.split("\nTILED_ATTENTION = ", 1)[1]   # 41 * 30 / sqrt(2) = 869.7
+
+
+@pytest.mark.parametrize("piece", PIECES_HERE)
+def test_nan_of_the_right_shapes_is_nan_inf_and_text_is_not_numbers(piece):
+    def nan(*args):
+        out = WORKED[piece](*args)
+        return tuple(np.full(np.shape(a), np.nan) for a in out) if isinstance(out, tuple) else np.full(out.shape, np.nan)
+    assert diagnose(nan, piece=piece).mistake == "nan_inf"
+    assert diagnose(lambda *args: "the answer", piece=piece).mistake == "not_numbers"
