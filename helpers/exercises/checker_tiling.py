@@ -36,7 +36,7 @@ from helpers.exercises.runner import (
     ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, failed, fmt_pair, fn_name, mutation_words,
     not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
 )
-from helpers.tiling import online_softmax_update
+from helpers.tiling import KVCache, online_softmax_update
 
 __all__ = ["FAULTS", "STEP_KEYS", "TILED_KEYS", "KV_KEYS", "check_online_step", "check_tiled", "check_kv_step"]
 
@@ -185,7 +185,12 @@ def _right_tiled(case):
 
 
 def _right_kv(case):
-    return _kv(*(case.args[a] for a in KV_ARGS), set(), {})
+    """The course's KVCache: the cached tokens appended, then the new one, then its query attends."""
+    a, cache = case.args, KVCache()
+    for key, value in zip(a["cache_keys"], a["cache_values"]):
+        cache.append(key, value)
+    cache.append(a["k"], a["v"])
+    return cache.attend(a["q"])[0]
 
 
 STEP_ARGS = ("running_max", "running_sum", "acc", "scores", "V_block")
