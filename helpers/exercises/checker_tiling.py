@@ -52,7 +52,9 @@ FAULTS = {
                     "against it.",
     "normalised_per_block": "You divide the accumulator by the running sum at each block. Keep acc unnormalised "
                             "(the sum of exp(s - m) * value) and divide once, after the last block: "
-                            "output = acc / running_sum[..., None].",
+                            "output = acc / running_sum[..., None]. (FlashAttention 1 keeps it normalised instead: "
+                            "it weights the old output by its old sum at each block and does not divide again at "
+                            "the end.)",
     "neg_inf_nan": "Your step gives NaN for a query whose scores are all -inf so far (every key hidden): its "
                    "running max is -inf, and -inf - (-inf) is NaN. Subtract 0 there instead "
                    "(np.where(np.isneginf(new_max), 0.0, new_max)), so that row keeps max -inf, sum 0, acc 0.",
