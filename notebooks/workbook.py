@@ -53,3 +53,44 @@ def padding_mask(is_real):
     Check it: diagnose(workbook.padding_mask, piece="padding_mask").
     """
     raise NotImplementedError("padding_mask: not written yet")
+
+
+def online_softmax_update(running_max, running_sum, acc, scores, V_block):
+    """One step of the online softmax: fold a new block of keys into the running totals.
+
+    running_max: (..., n_q), the largest score seen so far (-inf before the first block).
+    running_sum: (..., n_q), the sum of exp(score - running_max) so far (0 at first).
+    acc: (..., n_q, d_v), the sum of exp(score - running_max) * value so far (0 at first).
+    scores: (..., n_q, b), this block's scaled scores (-inf for a hidden key);
+    V_block: (..., b, d_v), its values.
+    Returns (new_max, new_sum, new_acc), the same shapes. When the max rises
+    from m to m', multiply the old sum and acc by exp(m - m'). Keep acc
+    unnormalised; a row that is -inf everywhere so far stays (-inf, 0, 0).
+    Check it: diagnose(workbook.online_softmax_update, piece="online_softmax_update").
+    """
+    raise NotImplementedError("online_softmax_update: not written yet")
+
+
+def tiled_attention(Q, K, V, block_size):
+    """Attention block by block of keys, never holding all the scores.
+
+    Q: (..., n_q, d_k); K: (..., n_k, d_k); V: (..., n_k, d_v); block_size: keys per block.
+    Returns the output (..., n_q, d_v), equal to softmax(Q K^T / sqrt(d_k)) V:
+    fold each block of keys in with online_softmax_update, then divide acc by
+    the running sum once. The last block is shorter when n_k is not a multiple.
+    Check it: diagnose(workbook.tiled_attention, piece="tiled_attention").
+    """
+    raise NotImplementedError("tiled_attention: not written yet")
+
+
+def kv_cache_step(cache_keys, cache_values, q, k, v):
+    """One decoding step with a KV cache.
+
+    cache_keys: (t, d_k) and cache_values: (t, d_v), the earlier tokens (t may be 0);
+    q, k: (d_k,) and v: (d_v,), the new token's query, key and value.
+    Append k and v to the cached ones first (a token sees itself), then attend
+    q over all t + 1 keys, scores scaled by 1/sqrt(d_k). Returns the output (d_v,).
+    Change nothing in place: the caller appends k and v to its own cache after.
+    Check it: diagnose(workbook.kv_cache_step, piece="kv_cache_step").
+    """
+    raise NotImplementedError("kv_cache_step: not written yet")

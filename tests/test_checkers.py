@@ -347,7 +347,7 @@ def odd(piece, kind):
                                     else right(*args, **kwargs)[0]), np.nan)
         if kind == "shape":
             out = right(*args, **kwargs)
-            return (out[0] if piece == "attention" else np.asarray(out)).ravel()[:-1]
+            return (out[0] if isinstance(out, tuple) else np.asarray(out)).ravel()[:-1]   # a tuple: its first
         if kind == "slow":
             time.sleep(1.0)
         if kind == "print":

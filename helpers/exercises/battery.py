@@ -141,3 +141,138 @@ CAUSAL_MASK = _causal()
 """The inputs of the causal_mask checker: ``n``."""
 PADDING_MASK = _padding()
 """The inputs of the padding_mask checker: ``is_real`` of shape (B, n_k)."""
+
+
+# --------------------------------------------------------------------------
+# Notebook 07's pieces: one online-softmax step, tiled attention, one KV-cache step (checker_tiling.py)
+# --------------------------------------------------------------------------
+
+def _totals(scores, V_block):
+    """The running (max, sum, acc) after one earlier block, as the course's online softmax leaves them."""
+    from helpers.tiling import online_softmax_update
+    rows = scores.shape[:-1]
+    return online_softmax_update(np.full(rows, -np.inf), np.zeros(rows), np.zeros(rows + V_block.shape[-1:]),
+                                 scores, V_block)
+
+
+def _step(name, words, earlier, scores, V_block, V_earlier=None):
+    """An Input of the online_softmax_update battery; ``earlier``: the scores of the block read before (or None)."""
+    rows = scores.shape[:-1]
+    if earlier is None:
+        m, l, acc = np.full(rows, -np.inf), np.zeros(rows), np.zeros(rows + V_block.shape[-1:])
+    else:
+        m, l, acc = _totals(earlier, V_earlier)
+    return Input(name, words, {"running_max": m, "running_sum": l, "acc": acc, "scores": scores, "V_block": V_block})
+
+
+def _online_step():
+    rng = np.random.default_rng(2018)                  # the year of Milakov and Gimelshein
+
+    def draw(*shape, size=1.0):
+        return np.round(rng.normal(0.0, size, shape), 1)
+
+    inf = np.inf
+    cases = [
+        _step("first block", "the first block: running_max -inf, running_sum 0, acc 0 for 2 queries; scores (2, 3), "
+              "V_block (3, 2)", None, np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]]), draw(3, 2)),
+        _step("max rises", "a second block whose scores are larger than every earlier one (the running max moves): "
+              "scores (2, 3), V_block (3, 2)", np.array([[0.5, -0.5, 0.0], [1.0, 0.2, -0.3]]),
+              np.array([[2.0, 3.0, 1.5], [2.5, 1.8, 4.0]]), draw(3, 2), draw(3, 2)),
+        _step("max stays", "a second block whose scores are all below the running max: scores (2, 3), V_block (3, 2)",
+              np.array([[3.0, 1.0, 0.0], [2.0, 4.0, 1.0]]), np.array([[0.5, 1.0, -1.0], [1.5, 0.0, 3.0]]),
+              draw(3, 2), draw(3, 2)),
+        _step("one key", "a block of one key (block_size 1): scores (3, 1), V_block (1, 2)", draw(3, 2),
+              draw(3, 1, size=2.0), draw(1, 2), draw(2, 2)),
+        _step("one query", "one query (n_q = 1): running_max (1,), scores (1, 4), V_block (4, 3)", draw(1, 2),
+              draw(1, 4, size=2.0), draw(4, 3), draw(2, 3)),
+        _step("large scores", "large scores, about 1000 (exp(1000) overflows to inf): scores (2, 3), V_block (3, 2)",
+              np.array([[990.0, 1000.0, 995.5], [1001.5, 998.0, 997.0]]),
+              np.array([[1002.5, 999.0, 1001.0], [996.0, 1003.0, 1000.5]]), draw(3, 2), draw(3, 2)),
+        _step("-inf entries", "a block with -inf where a mask hid a key: scores (2, 3), V_block (3, 2)",
+              np.array([[0.5, 1.0, 0.0], [1.0, -1.0, 0.5]]), np.array([[2.0, -inf, 1.0], [-inf, 0.5, 3.0]]),
+              draw(3, 2), draw(3, 2)),
+        _step("batch", "a batch of 2 sentences: running_max (2, 3), scores (2, 3, 2), V_block (2, 2, 2)",
+              draw(2, 3, 2, size=2.0), draw(2, 3, 2, size=2.0), draw(2, 2, 2), draw(2, 2, 2)),
+    ]
+    for shape, size in (((4, 5, 3), 3.0), ((1, 2, 1), 10.0)):
+        n_q, b, d_v = shape
+        cases.append(_step(f"random {shape}", f"random scores of size about {size:g}: {n_q} queries, a block of {b} "
+                           f"keys, d_v = {d_v}", rng.normal(0, size, (n_q, 3)), rng.normal(0, size, (n_q, b)),
+                           rng.normal(0, 1, (b, d_v)), rng.normal(0, 1, (3, d_v))))
+    empty = _step("nothing to attend to", "a query whose keys are all hidden so far (-inf everywhere, running_max "
+                  "-inf, running_sum 0) beside one that sees keys: scores (2, 3), V_block (3, 2)",
+                  np.array([[1.0, 0.5, 2.0], [-inf, -inf, -inf]]), np.array([[0.0, 3.0, 1.0], [-inf, -inf, -inf]]),
+                  draw(3, 2), draw(3, 2))
+    return tuple(cases + [empty])
+
+
+def _tiled():
+    rng = np.random.default_rng(2022)                  # the year of FlashAttention
+
+    def draw(*shape, size=1.0):
+        return np.round(rng.normal(0.0, size, shape), 1)
+
+    def case(name, words, n_q, n_k, block_size, d=4, d_v=3, batch=()):
+        return Input(name, words, {"Q": draw(*batch, n_q, d), "K": draw(*batch, n_k, d), "V": draw(*batch, n_k, d_v),
+                                   "block_size": block_size})
+
+    # Large scores built by hand, d_k = 2, blocks of 2 keys: query 0 meets scores near 850 in the first block;
+    # query 1 sees scores of 0 in the first block and near 850 in the second (beyond the first block's
+    # maximum by more than 709, where exp overflows); query 2's scores are small.
+    K = np.array([[30.0, 0.0], [29.0, 0.0], [0.0, 40.0], [0.0, 41.0]])
+    Q = np.array([[40.0, 0.0], [0.0, 30.0], [0.1, 0.1]])
+    large = Input("large scores", "very large scores: Q (3, 2), K (4, 2), block_size 2; the scaled scores reach "
+                  f"{float((Q @ K.T).max() / np.sqrt(2)):.0f} (exp overflows past 709)",
+                  {"Q": Q, "K": K, "V": draw(4, 3), "block_size": 2})
+    return (
+        case("plain", "Q, K and V of shape (6, 4), (6, 4), (6, 3), block_size 2 (3 blocks)", 6, 6, 2),
+        case("n not a multiple", "n = 5 keys with block_size 2: the last block holds one key", 5, 5, 2),
+        case("block_size 1", "block_size 1: one key per block, n = 4", 4, 4, 1),
+        case("one block", "block_size 8 >= n = 3: a single block holds every key", 3, 3, 8),
+        case("n = 1", "one query and one key (n = 1), block_size 2", 1, 1, 2),
+        case("n_q != n_k", "2 queries and 7 keys, block_size 3 (the last block holds one key)", 2, 7, 3),
+        large,
+        case("batch", "a batch of 2 sentences: Q, K, V of shape (2, 5, 4), (2, 5, 4), (2, 5, 3), block_size 2",
+             5, 5, 2, batch=(2,)),
+        case("random (9, 16)", "random Q, K of shape (9, 16) with entries of size about 1, block_size 4",
+             9, 9, 4, d=16, d_v=2),
+    )
+
+
+def _kv_step():
+    rng = np.random.default_rng(2019)
+
+    def draw(*shape, size=1.0):
+        return np.round(rng.normal(0.0, size, shape), 1)
+
+    def case(name, words, t, d_k=4, d_v=4, size=1.0):
+        return Input(name, words, {"cache_keys": draw(t, d_k, size=size), "cache_values": draw(t, d_v),
+                                   "q": draw(d_k, size=size), "k": draw(d_k, size=size), "v": draw(d_v)})
+
+    return (
+        case("first token", "the first token: an empty cache (cache_keys of shape (0, 4)); q, k, v of 4 entries",
+             0),
+        case("second token", "the second token: one cached key and value, shape (1, 4); q, k, v of 4 entries", 1),
+        case("three cached", "three cached tokens: cache_keys, cache_values (3, 4); q, k, v of 4 entries", 3),
+        case("wide keys", "wider keys: d_k = 16, cache_keys (2, 16), values of 4 entries", 2, d_k=16),
+        case("d_v != d_k", "values narrower than keys: cache_keys (3, 4), cache_values (3, 2), v of 2 entries",
+             3, d_v=2),
+        case("large scores", "large scores: q and the keys with entries of size about 40, 4 cached tokens",
+             4, size=40.0),
+        case("random (7, 8)", "7 cached tokens, d_k = 8, d_v = 3, random entries", 7, d_k=8, d_v=3),
+    )
+
+
+ONLINE_SOFTMAX_UPDATE = _online_step()
+"""The inputs of the online_softmax_update checker (running_max, running_sum, acc, scores, V_block): 11 steps,
+the first block, a block that raises the running max and one that does not, blocks of one key and of one
+query, scores near 1000, -inf for hidden keys, a batch, random sizes, and a query with nothing to attend to."""
+TILED_ATTENTION = _tiled()
+"""The inputs of the tiled_attention checker (Q, K, V, block_size): 9 inputs, n a multiple of block_size and
+not, block_size 1 and larger than n, n = 1, more keys than queries, scores up to 870 (exp overflows past 709),
+a batch of 2 and random (9, 16) queries and keys."""
+KV_CACHE_STEP = _kv_step()
+"""The inputs of the kv_cache_step checker (cache_keys (t, d_k), cache_values (t, d_v), q, k (d_k,), v (d_v,)):
+7 decoding steps, from an empty cache (t = 0) to 7 cached tokens, with wider keys, values narrower than keys,
+and scores large enough to overflow an exp without the maximum subtracted."""
+__all__ += ["ONLINE_SOFTMAX_UPDATE", "TILED_ATTENTION", "KV_CACHE_STEP"]

@@ -16,6 +16,9 @@ The pieces (:data:`PIECES`) and the modules that check them:
     softmax        fn(x, axis=-1)           checker_softmax.py
     causal_mask    fn(n)                    checker_masks.py
     padding_mask   fn(is_real)              checker_masks.py
+    online_softmax_update  fn(running_max, running_sum, acc, scores, V_block)   checker_tiling.py
+    tiled_attention        fn(Q, K, V, block_size)                               checker_tiling.py
+    kv_cache_step          fn(cache_keys, cache_values, q, k, v) -> output       checker_tiling.py
 
 A piece is added by writing its battery in battery.py, its checker module
 (a ``check(fn, time_limit, **options)`` returning a Diagnosis) and its
@@ -40,6 +43,7 @@ import numbers
 import numpy as np
 
 from helpers.exercises import checker_attention, checker_masks, checker_softmax
+from helpers.exercises import checker_tiling
 from helpers.exercises.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
 from helpers.exercises.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, safe_str  # noqa: F401 (re-exported)
 
@@ -50,6 +54,9 @@ PIECES = {
     "softmax": (checker_softmax.check, ()),
     "causal_mask": (checker_masks.check_causal, ()),
     "padding_mask": (checker_masks.check_padding, ()),
+    "online_softmax_update": (checker_tiling.check_online_step, ()),
+    "tiled_attention": (checker_tiling.check_tiled, ()),
+    "kv_cache_step": (checker_tiling.check_kv_step, ()),
 }
 """Each piece diagnose knows: its checker and the options it takes besides time_limit."""
 
@@ -66,7 +73,8 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         function without one passes those. ``"softmax"``: ``fn(x, axis=-1)``,
         any shape, -inf entries allowed. ``"causal_mask"``: ``fn(n)`` ->
         (n, n) bool. ``"padding_mask"``: ``fn(is_real)`` with is_real (B, n_k)
-        bool -> (B, 1, n_k) bool.
+        bool -> (B, 1, n_k) bool. ``"online_softmax_update"``, ``"tiled_attention"``,
+        ``"kv_cache_step"``: see helpers/exercises/checker_tiling.py.
     piece: one of :data:`PIECES`.
     options: for attention only, ``masks=False`` / ``batches=False`` leave
         out the masked inputs, or the batch, for a stage of the course before

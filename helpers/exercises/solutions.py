@@ -53,8 +53,40 @@ def padding_mask(is_real):
     return is_real[:, None, :]                           # (B, 1, n_k): hides keys, shared by every query
 
 
+def online_softmax_update(running_max, running_sum, acc, scores, V_block):
+    new_max = np.maximum(running_max, scores.max(axis=-1))      # m' = max(m, the block's largest score)
+    shift = np.where(np.isneginf(new_max), 0.0, new_max)        # nothing seen yet: subtract 0, not -inf
+    rescale = np.exp(running_max - shift)                       # exp(m - m'): the old totals against m'
+    p = np.exp(scores - shift[..., None])                       # this block's exp(s - m'), each <= 1
+    new_sum = rescale * running_sum + p.sum(axis=-1)
+    new_acc = rescale[..., None] * acc + p @ V_block            # still unnormalised: divide after the last block
+    return new_max, new_sum, new_acc
+
+
+def tiled_attention(Q, K, V, block_size):
+    d_k, n_k = K.shape[-1], K.shape[-2]
+    running_max = np.full(Q.shape[:-1], -np.inf)                # one entry per query
+    running_sum = np.zeros(Q.shape[:-1])
+    acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
+    for start in range(0, n_k, block_size):                     # the last block may be shorter
+        K_block, V_block = K[..., start:start + block_size, :], V[..., start:start + block_size, :]
+        scores = Q @ np.swapaxes(K_block, -1, -2) / np.sqrt(d_k)
+        running_max, running_sum, acc = online_softmax_update(running_max, running_sum, acc, scores, V_block)
+    return acc / running_sum[..., None]                         # divide once, at the end
+
+
+def kv_cache_step(cache_keys, cache_values, q, k, v):
+    keys = np.vstack([cache_keys, k])                           # (t + 1, d_k): append the new token first
+    values = np.vstack([cache_values, v])                       # (t + 1, d_v)
+    scores = keys @ q / np.sqrt(q.shape[-1])                    # one score per token, itself included
+    e = np.exp(scores - scores.max())
+    return e / e.sum() @ values                                 # the output, (d_v,)
+
+
 WORKED = {"softmax": softmax, "attention": attention, "causal_mask": causal_mask, "padding_mask": padding_mask}
 """The worked function of each piece."""
+WORKED.update(online_softmax_update=online_softmax_update, tiled_attention=tiled_attention,
+              kv_cache_step=kv_cache_step)
 
 STUBS = {
     "softmax": ("softmax(x, axis=-1)", """Turn scores into weights that are positive and sum to 1 along ``axis``.
@@ -84,6 +116,36 @@ STUBS = {
     Check it: diagnose(workbook.padding_mask, piece="padding_mask")."""),
 }
 """Each piece's stub in the workbook: (signature, docstring)."""
+STUBS.update({
+    "online_softmax_update": (
+        "online_softmax_update(running_max, running_sum, acc, scores, V_block)",
+        """One step of the online softmax: fold a new block of keys into the running totals.
+
+    running_max: (..., n_q), the largest score seen so far (-inf before the first block).
+    running_sum: (..., n_q), the sum of exp(score - running_max) so far (0 at first).
+    acc: (..., n_q, d_v), the sum of exp(score - running_max) * value so far (0 at first).
+    scores: (..., n_q, b), this block's scaled scores (-inf for a hidden key);
+    V_block: (..., b, d_v), its values.
+    Returns (new_max, new_sum, new_acc), the same shapes. When the max rises
+    from m to m', multiply the old sum and acc by exp(m - m'). Keep acc
+    unnormalised; a row that is -inf everywhere so far stays (-inf, 0, 0).
+    Check it: diagnose(workbook.online_softmax_update, piece="online_softmax_update")."""),
+    "tiled_attention": ("tiled_attention(Q, K, V, block_size)", """Attention block by block of keys, never holding all the scores.
+
+    Q: (..., n_q, d_k); K: (..., n_k, d_k); V: (..., n_k, d_v); block_size: keys per block.
+    Returns the output (..., n_q, d_v), equal to softmax(Q K^T / sqrt(d_k)) V:
+    fold each block of keys in with online_softmax_update, then divide acc by
+    the running sum once. The last block is shorter when n_k is not a multiple.
+    Check it: diagnose(workbook.tiled_attention, piece="tiled_attention")."""),
+    "kv_cache_step": ("kv_cache_step(cache_keys, cache_values, q, k, v)", """One decoding step with a KV cache.
+
+    cache_keys: (t, d_k) and cache_values: (t, d_v), the earlier tokens (t may be 0);
+    q, k: (d_k,) and v: (d_v,), the new token's query, key and value.
+    Append k and v to the cached ones first (a token sees itself), then attend
+    q over all t + 1 keys, scores scaled by 1/sqrt(d_k). Returns the output (d_v,).
+    Change nothing in place: the caller appends k and v to its own cache after.
+    Check it: diagnose(workbook.kv_cache_step, piece="kv_cache_step")."""),
+})
 
 WORKBOOK_HEADER = '''"""Your workbook: the functions you build in this course, one per piece.
 
@@ -110,7 +172,7 @@ def workbook_source():
 def solution(piece):
     """A worked version of ``piece`` as a :class:`~helpers.exercises.Reveal` (folded until clicked).
 
-    piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask").
+    piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask", ...).
     Raises ValueError for any other piece.
     """
     if not isinstance(piece, str) or piece not in WORKED:

@@ -1,0 +1,476 @@
+"""The checkers of notebook 07's pieces: one online-softmax step, tiled attention, one KV-cache decoding step.
+
+``online_softmax_update``: ``fn(running_max, running_sum, acc, scores, V_block)``
+-> ``(running_max, running_sum, acc)``, the signature and shapes of
+helpers.tiling's (Milakov and Gimelshein 2018; Dao et al. 2022, FlashAttention,
+section 3.1, Algorithm 1, with the accumulator kept unnormalised as in
+FlashAttention-2, Dao 2023). ``tiled_attention``: ``fn(Q, K, V, block_size)``
+-> the output of scaled_dot_product_attention, computed key block by key
+block. ``kv_cache_step``: ``fn(cache_keys, cache_values, q, k, v)`` -> the
+output (d_v,) of the new token: append its key k and value v to the cached
+ones, then attend its query q over every cached key, itself included, scaled
+by 1/sqrt(d_k) (Vaswani et al. 2017, section 3.2.1). The function returns
+the output only and does not keep the cache: the caller appends k and v to
+its own (t, d_k) and (t, d_v) arrays after each step (a tuple whose first
+entry is the output, such as (output, weights), is read as that output).
+
+Each mistake is a small function of the inputs: a model of the computation
+with one part done the way a learner with that misconception does it
+(:data:`FAULTS`; some have two common forms, both tried). The tiled models
+run the same faulty step through the whole loop over key blocks. A checker
+names the simplest model (one mistake, then two, joined with "+") that gives
+what the function gave on every input of its battery
+(helpers/exercises/battery.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from helpers.attention import scaled_dot_product_attention
+from helpers.exercises.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
+from helpers.exercises.feedback import _read
+from helpers.exercises.runner import (
+    ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, failed, fmt_pair, fn_name, mutation_words,
+    not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
+)
+from helpers.tiling import KVCache, online_softmax_update
+
+__all__ = ["FAULTS", "STEP_KEYS", "TILED_KEYS", "KV_KEYS", "check_online_step", "check_tiled", "check_kv_step"]
+
+FAULTS = {
+    "acc_not_rescaled": "Your accumulator is not rescaled: when the running max rises from m to m', the old acc "
+                        "was measured against m and must be multiplied by exp(m - m') before the block's "
+                        "exp(s - m') @ V_block is added.",
+    "sum_not_rescaled": "Your running sum is not rescaled: when the running max rises from m to m', multiply "
+                        "the old running_sum by exp(m - m') before adding the block's sum of exp(s - m').",
+    "old_max_kept": "You keep the old running max instead of moving it to max(m, the block's largest score), so "
+                    "a later, larger score overflows exp (or the first block's exp(s - (-inf)) is inf). Update "
+                    "it first: new_max = np.maximum(running_max, scores.max(axis=-1)), and measure both sums "
+                    "against it.",
+    "normalised_per_block": "You divide the accumulator by the running sum at each block. Keep acc unnormalised "
+                            "(the sum of exp(s - m) * value) and divide once, after the last block: "
+                            "output = acc / running_sum[..., None]. (FlashAttention 1 keeps it normalised instead: "
+                            "it weights the old output by its old sum at each block and does not divide again at "
+                            "the end.)",
+    "neg_inf_nan": "Your step gives NaN for a query whose scores are all -inf so far (every key hidden): its "
+                   "running max is -inf, and -inf - (-inf) is NaN. Subtract 0 there instead "
+                   "(np.where(np.isneginf(new_max), 0.0, new_max)), so that row keeps max -inf, sum 0, acc 0.",
+    "last_block_dropped": "Your loop drops the last block when n is not a multiple of block_size (range(n // "
+                          "block_size) blocks, or a stop at n - block_size): the last keys are never read. Loop "
+                          "over range(0, n, block_size) and slice K[..., start:start + block_size, :]: the last "
+                          "slice is simply shorter.",
+    "no_scaling": "You do not scale the scores. Divide Q @ K^T (or q . k) by sqrt(d_k), with d_k the width of "
+                  "the keys (Vaswani et al. 2017, eq. 1).",
+    "no_max_subtraction": "Your exp overflows on large scores: exp(1000) is inf, and inf / inf is NaN. Subtract "
+                          "the (running) maximum before np.exp; it cancels in the division.",
+    "batch_transpose": "Your function works on one sentence but not on a batch. The usual cause: K[start:stop] "
+                       "slices the batch axis, and .T reverses every axis. Slice the keys along their own axis, "
+                       "K[..., start:stop, :], and transpose only the last two: np.swapaxes(K_block, -1, -2).",
+    "new_token_not_attended": "You attend before appending: the new token's own key and value are not among the "
+                              "keys it attends to (and the first token has nothing to attend to). Append k and v "
+                              "first, then attend q over all t + 1 keys: under a causal mask a token sees itself.",
+    "keys_values_swapped": "You swap keys and values: the query must be scored against the keys (cache_keys and "
+                           "k) and the weights must mix the values (cache_values and v).",
+}
+"""Every mistake these checkers can name, with what it tells the learner."""
+
+STEP_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "neg_inf_nan")
+TILED_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "last_block_dropped",
+              "no_scaling", "no_max_subtraction", "batch_transpose")
+KV_KEYS = ("new_token_not_attended", "keys_values_swapped", "no_scaling", "no_max_subtraction")
+"""The mistakes each piece's checker looks for, in the order it tries them."""
+
+# The common forms of a mistake, tried one by one: fault -> {choice: its options}
+_FORMS = {
+    "step": {"old_max_kept": {"kept": ("literal", "first")}, "normalised_per_block": {"normalise": ("each", "fa1")}},
+    "tiled": {"old_max_kept": {"kept": ("first",)}, "normalised_per_block": {"normalise": ("each", "fa1"),
+                                                                           "final": (True, False)},
+              "last_block_dropped": {"empty": ("nan", "zeros")}, "batch_transpose": {"slice": ("first", "last")}},
+    "kv": {"new_token_not_attended": {"empty": ("refuse", "zeros", "nan")},
+           "keys_values_swapped": {"swap": ("all", "new")}},
+}
+
+
+def _forms(piece, faults):
+    """Every combination of the forms of ``faults`` (a dict of choices each), dropping those that are right."""
+    choices = {}
+    for fault in faults:
+        choices.update(_FORMS[piece].get(fault, {}))
+    found = [dict(zip(choices, values)) for values in itertools.product(*choices.values())]
+    # FlashAttention 1's normalised accumulator with no final division is the right output
+    return [f for f in found if not (f.get("normalise") == "fa1" and f.get("final") is False)]
+
+
+# --------------------------------------------------------------------------
+# Models: the right computation with named mistakes
+# --------------------------------------------------------------------------
+
+def _update(m, l, acc, s, V, faults, form):
+    """One online-softmax step with ``faults`` (a set of keys) done the way ``form`` says."""
+    with np.errstate(all="ignore"):
+        kept = "old_max_kept" in faults
+        if kept:
+            new = m if form.get("kept") == "literal" else np.where(np.isneginf(m), s.max(axis=-1), m)
+        else:
+            new = np.maximum(m, s.max(axis=-1))
+        guarded = "neg_inf_nan" not in faults and not (kept and form.get("kept") == "literal")
+        shift = np.where(np.isneginf(new), 0.0, new) if guarded else new
+        rescale = np.ones(np.shape(new)) if kept else np.exp(m - shift)
+        p = np.exp(s - shift[..., None])
+        l_new = (l if "sum_not_rescaled" in faults else rescale * l) + p.sum(axis=-1)
+        old = acc if "acc_not_rescaled" in faults else rescale[..., None] * acc
+        if "normalised_per_block" not in faults:
+            return new, l_new, old + p @ V
+        if form.get("normalise") == "fa1":                  # FlashAttention 1: diag(l) e^(m - m') O
+            old = old * l[..., None]
+        return new, l_new, (old + p @ V) / np.where(l_new == 0, 1.0, l_new)[..., None]
+
+
+def _tiled(Q, K, V, block_size, faults, form):
+    """Tiled attention whose loop makes the mistakes ``faults``."""
+    with np.errstate(all="ignore"):
+        scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(K.shape[-1])
+        n_k, rows = K.shape[-2], Q.shape[:-1]
+        stop = n_k // block_size * block_size if "last_block_dropped" in faults else n_k
+        step = set(faults) - {"no_scaling", "last_block_dropped", "no_max_subtraction", "batch_transpose"}
+        if "no_max_subtraction" in faults:                  # exp(s - 0): a running max that never leaves 0
+            step, form = step | {"old_max_kept"}, dict(form, kept="literal")
+        m = np.zeros(rows) if "no_max_subtraction" in faults else np.full(rows, -np.inf)
+        l, acc = np.zeros(rows), np.zeros(rows + V.shape[-1:])
+        for k0 in range(0, stop, block_size):
+            if "batch_transpose" in faults:                 # written for one sentence: K[k0:k1].T
+                K_block = K[k0:k0 + block_size] if form["slice"] == "first" else K[..., k0:k0 + block_size, :]
+                try:
+                    s = Q @ K_block.T * scale
+                except ValueError:                          # numpy refuses the shapes
+                    return None
+            else:
+                s = Q @ np.swapaxes(K[..., k0:k0 + block_size, :], -1, -2) * scale
+            m, l, acc = _update(m, l, acc, s, V[..., k0:k0 + block_size, :], step, form)
+        if "normalised_per_block" in faults and not form["final"]:
+            return acc
+        return acc / (np.where(l == 0, 1.0, l) if form.get("empty") == "zeros" else l)[..., None]
+
+
+def _kv(cache_keys, cache_values, q, k, v, faults, form):
+    """One decoding step with ``faults``; None where numpy refuses the computation (or an empty softmax)."""
+    try:
+        with np.errstate(all="ignore"):
+            if "new_token_not_attended" in faults:
+                keys, values = cache_keys, cache_values
+            elif "keys_values_swapped" in faults and form["swap"] == "new":   # v appended to the keys, k to the values
+                keys, values = np.vstack([cache_keys, v]), np.vstack([cache_values, k])
+            else:
+                keys, values = np.vstack([cache_keys, k]), np.vstack([cache_values, v])
+            if "keys_values_swapped" in faults and form["swap"] == "all":
+                keys, values = values, keys
+            if keys.shape[0] == 0:
+                return {"refuse": None, "zeros": np.zeros(values.shape[-1]),
+                        "nan": np.full(values.shape[-1], np.nan)}[form.get("empty", "refuse")]
+            scores = keys @ q * (1.0 if "no_scaling" in faults else 1 / np.sqrt(q.shape[-1]))
+            e = np.exp(scores if "no_max_subtraction" in faults else scores - scores.max())
+            return e / e.sum() @ values
+    except Exception:
+        return None
+
+
+def _right_step(case):
+    return online_softmax_update(*(case.args[a] for a in STEP_ARGS))
+
+
+def _right_tiled(case):
+    a = case.args
+    return scaled_dot_product_attention(a["Q"], a["K"], a["V"])[0]
+
+
+def _right_kv(case):
+    """The course's KVCache: the cached tokens appended, then the new one, then its query attends."""
+    a, cache = case.args, KVCache()
+    for key, value in zip(a["cache_keys"], a["cache_values"]):
+        cache.append(key, value)
+    cache.append(a["k"], a["v"])
+    return cache.attend(a["q"])[0]
+
+
+STEP_ARGS = ("running_max", "running_sum", "acc", "scores", "V_block")
+KV_ARGS = ("cache_keys", "cache_values", "q", "k", "v")
+
+
+# --------------------------------------------------------------------------
+# Comparing
+# --------------------------------------------------------------------------
+
+def _close(out, expected, rtol=RTOL, atol=ATOL, exact=False):
+    """Elementwise: finite entries close; where ``expected`` is not finite, ``out`` is not either
+    (``exact``: the same infinity, or NaN for NaN)."""
+    with np.errstate(all="ignore"):
+        if exact:
+            return np.isclose(out, expected, rtol=rtol, atol=atol, equal_nan=True)
+        return np.where(np.isfinite(expected), np.isclose(out, expected, rtol=rtol, atol=atol), ~np.isfinite(out))
+
+
+def _same_step(out, want, care=None, rtol=RTOL, atol=ATOL, exact=False):
+    """Do the three arrays ``out`` agree with ``want`` on every query row (rows outside ``care`` aside)?"""
+    if out is None or want is None or any(o.shape != w.shape for o, w in zip(out, want)):
+        return False
+    ok = (_close(out[0], want[0], rtol, atol, exact) & _close(out[1], want[1], rtol, atol, exact)
+          & _close(out[2], want[2], rtol, atol, exact).all(axis=-1))
+    return bool(np.all(ok | ~care) if care is not None else np.all(ok))
+
+
+def _same_array(out, want, rtol=RTOL, atol=ATOL):
+    if want is None:                         # numpy refused: the function must have failed too
+        return out is None
+    return out is not None and out.shape == want.shape and bool(np.all(_close(out, want, rtol, atol)))
+
+
+def _read_step(value):
+    """(the three arrays, None, problem) for what an online_softmax_update returned."""
+    if value is None:
+        return None, None, "returned None."
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        if not isinstance(value, (tuple, list)) and _read(value)[1] is not None:
+            return None, None, "returned something that is not an array of numbers. " + _read(value)[1].text
+        got = "one array" if not isinstance(value, (tuple, list)) else f"a {type(value).__name__} of {len(value)}"
+        return None, "shape", f"returned {got}; the step returns three arrays, (running_max, running_sum, acc)."
+    arrays = []
+    for part, name in zip(value, ("running_max", "running_sum", "acc")):
+        arr, problem = _read(part)
+        if problem is not None:
+            return None, None, f"returned a {name} that is not an array of numbers. " + problem.text
+        arrays.append(np.asarray(arr, dtype=float))
+    return tuple(arrays), None, None
+
+
+def _read_first(value):
+    """What a kv_cache_step returned: the output, or the first entry of a tuple (output, weights, ...)."""
+    if isinstance(value, (tuple, list)) and len(value) >= 2 and isinstance(value[0], np.ndarray):
+        value = value[0]
+    return read_numbers(value)
+
+
+# --------------------------------------------------------------------------
+# The verdict every piece shares
+# --------------------------------------------------------------------------
+
+def _explain(runs, keys, agrees):
+    """The simplest set of faults whose model gives what the function gave on every run, or None."""
+    combos = [(k,) for k in keys] + list(itertools.combinations(keys, 2))
+    for strict in (True, False):
+        for combo in combos:
+            if all(agrees(run, set(combo), strict) for run in runs):
+                return combo
+    return None
+
+
+def _stub_called(fn, runs, piece):
+    """The verdict when every call stopped in another piece's stub (tiled_attention calling an unwritten
+    online_softmax_update). None otherwise."""
+    errors = [run.error for run in runs]
+    if not errors or not all(isinstance(e, NotImplementedError) for e in errors):
+        return None
+    other = safe_str(errors[0]).split(":")[0]
+    if other == piece or not other.isidentifier() or not all(safe_str(e).startswith(other + ":") for e in errors):
+        return None
+    return Diagnosis(False, "not_attempted",
+                     f"Not attempted yet: {fn_name(fn, piece)} calls {other}, which is not written yet (it still "
+                     f"raises NotImplementedError). Write {other} first, check it with diagnose(workbook.{other}, "
+                     f'piece="{other}"), save, and run this cell again.', None, piece)
+
+
+def _verdict(fn, runs, piece, right, low, keys, agrees, shown, unexplained, order):
+    for early in (_stub_called(fn, runs, piece), not_attempted(fn, runs, piece), too_slow(fn, runs, piece)):
+        if early is not None:
+            return early
+    name = fn_name(fn)
+    changes, mutated = mutation_words(runs, order)
+    ok = [right(run) for run in runs]
+    if all(ok):
+        if mutated:
+            return Diagnosis(False, "mutates_inputs", f"{name} gives the right output on every input, but {changes}",
+                             None, piece)
+        names = ", ".join(run.case.name for run in runs)
+        text = f"Correct! {name} gives the right output on all {len(runs)} inputs ({names})."
+        if any(run.printed for run in runs):
+            text += " (It prints while it runs; diagnose kept that out of sight.)"
+        return Diagnosis(True, None, text, None, piece)
+    also = f" Also, {changes}" if mutated else ""
+    first = runs[ok.index(False)]
+    where = f"It first goes wrong on {first.case.words}. {shown(first)}"
+    if all(low(run) for run in runs):
+        return Diagnosis(False, "low_precision", f"{LOW_PRECISION.format(name=name)}\n{where}{also}",
+                         first.case.name, piece)
+    found = _explain(runs, keys, agrees)
+    if found is not None:
+        text = "\n".join(FAULTS[k] for k in found)
+        return Diagnosis(False, "+".join(found), f"{text}\n{where}{also}", first.case.name, piece)
+    key, text = unexplained(first, name)
+    return Diagnosis(False, key, f"{text}\n{where}{also}", first.case.name, piece)
+
+
+def _verdict_of_output(fn, runs, piece, expected, keys, agrees, shape_words, different_words, order):
+    """The verdict of a piece whose result is one output array, compared with ``expected(case)``."""
+    return _verdict(
+        fn, runs, piece, right=lambda run: _same_array(run.out, expected(run.case)),
+        low=lambda run: _same_array(run.out, expected(run.case), LOW_RTOL, LOW_ATOL), keys=keys, agrees=agrees,
+        shown=lambda run: _shown(run, expected(run.case)),
+        unexplained=lambda run, name: _unexplained(run, name, "the output", expected(run.case).shape, shape_words,
+                                                   different_words),
+        order=order)
+
+
+def _unexplained(run, name, returns, want_shape, shape_words, different_words):
+    if failed(run, name, returns) is not None:
+        return failed(run, name, returns)
+    if run.problem is not None and run.weights == "shape":
+        return "wrong_shape", f"{name} must return the three updated arrays: return new_max, new_sum, new_acc."
+    if run.problem is not None:
+        return "not_numbers", f"{name} {run.problem}"
+    shapes = tuple(o.shape for o in run.out) if isinstance(run.out, tuple) else run.out.shape
+    if shapes != want_shape:
+        return "wrong_shape", f"{name} returns the wrong shape: {shape_words}"
+    values = run.out if isinstance(run.out, tuple) else (run.out,)
+    if not all(np.all(np.isfinite(v)) for v in values):
+        return "nan_inf", (f"{name} returns NaN or inf where the expected numbers are finite. Look for exp() of a "
+                           "large number, or -inf - (-inf).")
+    return "different", f"{name} gives a different output, and none of the mistakes diagnose knows explains it. " \
+                        + different_words
+
+
+def _first_row(out, expected):
+    """Where ``out`` (any shape) first differs from ``expected``, row by row (last axis), beside it."""
+    if out is None:
+        return ""
+    if out.shape != expected.shape:
+        return f"It returned shape {out.shape}; the output has shape {expected.shape}."
+    if out.ndim == 1:
+        return "Yours beside the expected output:\n" + side_by_side(out, expected)
+    bad = ~_close(out, expected).all(axis=-1)
+    where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else (0,) * (out.ndim - 1)
+    yours, wanted = fmt_pair(out[where], expected[where])
+    place = f"row {where[-1]}" + (f" of sentence {where[0]}" if len(where) > 1 else "")
+    table = side_by_side(out[where[:-1]], expected[where[:-1]]) if out.shape[-2] <= 9 else ""
+    return f"First differing row, {place}: yours {yours}, expected {wanted}." + (
+        f"\nYour output beside the expected one:\n{table}" if table else "")
+
+
+def _shown(run, expected):
+    """The first row that differs, or what went wrong instead beside the expected output."""
+    if run.out is not None and run.problem is None:
+        return _first_row(run.out, expected)
+    part, label = (expected[0], " for sentence 0") if expected.ndim > 2 else (expected, "")
+    with np.printoptions(precision=3, suppress=True):
+        return f"{raised_words(run, None)}\nThe expected output{label}: {np.array2string(part, separator=' ')}"
+
+
+def _run_all(fn, battery, args_of, time_limit, read):
+    runs = []
+    for case in battery:
+        args, kwargs = args_of(case)
+        runs.append(call(fn, case, args, kwargs, time_limit, read=read))
+        if not runs[-1].finished:
+            break
+    return runs
+
+
+# --------------------------------------------------------------------------
+# online_softmax_update
+# --------------------------------------------------------------------------
+
+def _agrees_step(run, faults, strict):
+    a = run.case.args
+    care = None
+    if not strict and "neg_inf_nan" not in faults:    # a query with nothing seen yet: any answer will do
+        care = np.isfinite(_right_step(run.case)[0])
+    return any(_same_step(run.out, _update(*(a[k] for k in STEP_ARGS), faults, form), care)
+               for form in _forms("step", faults))
+
+
+def _shown_step(run):
+    want = _right_step(run.case)
+    names = ("running_max", "running_sum", "acc")
+    if run.out is None:
+        with np.printoptions(precision=3, suppress=True):
+            return f"{raised_words(run, None)}\nThe expected step: " + ", ".join(
+                f"{n} {np.array2string(w, separator=' ')}" for n, w in zip(names, want))
+    if any(o.shape != w.shape for o, w in zip(run.out, want)):
+        return "It returned shapes " + ", ".join(f"{n} {o.shape}" for n, o in zip(names, run.out)) + \
+               "; expected " + ", ".join(f"{n} {w.shape}" for n, w in zip(names, want)) + "."
+    lines = []
+    for part, got, expected in zip(names, run.out, want):
+        if not np.all(_close(got, expected, exact=True)):
+            lines.append(f"{part}:\n" + side_by_side(got, expected))
+    return "Where yours differs from the expected step:\n" + "\n".join(lines)
+
+
+def check_online_step(fn, time_limit):
+    """Run ``fn(running_max, running_sum, acc, scores, V_block)`` on its battery and return its Diagnosis."""
+    runs = _run_all(fn, ONLINE_SOFTMAX_UPDATE, lambda c: ([(k, c.args[k]) for k in STEP_ARGS], {}), time_limit,
+                    _read_step)
+    want_shape = lambda run: tuple(w.shape for w in _right_step(run.case))
+    return _verdict(
+        fn, runs, "online_softmax_update",
+        right=lambda run: _same_step(run.out, _right_step(run.case), exact=True),
+        low=lambda run: _same_step(run.out, _right_step(run.case), None, LOW_RTOL, LOW_ATOL),
+        keys=STEP_KEYS, agrees=_agrees_step, shown=_shown_step,
+        unexplained=lambda run, name: _unexplained(
+            run, name, "new_max, new_sum, new_acc", want_shape(run),
+            "running_max and running_sum have one entry per query row of scores (..., n_q), no keepdims; acc "
+            "has shape (..., n_q, d_v).",
+            "Compare it with the three update rules step by step: the new max, the factor exp(m - m'), the "
+            "block's exp(s - m')."),
+        order=list(STEP_ARGS))
+
+
+# --------------------------------------------------------------------------
+# tiled_attention
+# --------------------------------------------------------------------------
+
+BLOCK_NAMES = ("block_size", "block", "tile_size", "tile", "b", "B_c")
+"""What learners call the block size (FlashAttention's Algorithm 1: B_c)."""
+
+
+def _agrees_tiled(run, faults, strict):
+    a = run.case.args
+    return any(_same_array(run.out, _tiled(a["Q"], a["K"], a["V"], a["block_size"], faults, form))
+               for form in _forms("tiled", faults))
+
+
+def check_tiled(fn, time_limit):
+    """Run ``fn(Q, K, V, block_size)`` on its battery and return its Diagnosis."""
+    how, where = parameter(fn, BLOCK_NAMES, 3) or ("position", 3)
+
+    def args_of(case):
+        args = [(k, case.args[k]) for k in ("Q", "K", "V")]
+        if how == "keyword":
+            return args, {where: case.args["block_size"]}
+        return args + [("block_size", case.args["block_size"])], {}
+
+    runs = _run_all(fn, TILED_ATTENTION, args_of, time_limit, lambda value: read_numbers(value, pair=True))
+    return _verdict_of_output(
+        fn, runs, "tiled_attention", _right_tiled, TILED_KEYS, _agrees_tiled,
+        "the output has one row per query and one column per value feature, (..., n_q, d_v).",
+        "Compare it with scaled_dot_product_attention block by block: the running max, the factor exp(m - m'), "
+        "the final division by the running sum.", ["Q", "K", "V"])
+
+
+# --------------------------------------------------------------------------
+# kv_cache_step
+# --------------------------------------------------------------------------
+
+def _agrees_kv(run, faults, strict):
+    a = run.case.args
+    return any(_same_array(run.out, _kv(*(a[k] for k in KV_ARGS), faults, form)) for form in _forms("kv", faults))
+
+
+def check_kv_step(fn, time_limit):
+    """Run ``fn(cache_keys, cache_values, q, k, v)`` on its battery and return its Diagnosis."""
+    runs = _run_all(fn, KV_CACHE_STEP, lambda c: ([(k, c.args[k]) for k in KV_ARGS], {}), time_limit, _read_first)
+    return _verdict_of_output(
+        fn, runs, "kv_cache_step", _right_kv, KV_KEYS, _agrees_kv,
+        "the output of one token is one vector of d_v entries, shape (d_v,).",
+        "Compare it step by step: append k and v, the scores q . k_j / sqrt(d_k), the softmax, the weighted sum "
+        "of the values.", list(KV_ARGS))
