@@ -270,7 +270,7 @@ def test_notebook_09_cells_can_be_rerun_in_any_order():
 
     from helpers.course import NOTEBOOKS_DIR
 
-    nb = nbformat.read(NOTEBOOKS_DIR / "09_real_model.ipynb", as_version=4)
+    nb = nbformat.read(NOTEBOOKS_DIR / "11_real_model.ipynb", as_version=4)
     cells = [(c.id, *_loop_bound_and_free_names(c.source)) for c in nb.cells if c.cell_type == "code"]
     clashes = [(a, b, name) for a, bound, _ in cells for b, _, free in cells if a != b for name in bound & free]
     assert clashes == []

@@ -19,7 +19,7 @@ from hypothesis.extra import numpy as hnp
 from helpers.course import NOTEBOOKS_DIR
 from helpers.exercises import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
 
-NOTEBOOK = NOTEBOOKS_DIR / "07_cost_and_tiling.ipynb"
+NOTEBOOK = NOTEBOOKS_DIR / "08_cost_and_tiling.ipynb"
 NEEDED = ("from helpers.attention import", "s = (Q @ K.T)[bank]", "from helpers.exercises import",
           "Exercise(")
 

@@ -29,7 +29,7 @@ from helpers.training import (
     train,
 )
 
-NOTEBOOK = NOTEBOOKS_DIR / "08_learning.ipynb"
+NOTEBOOK = NOTEBOOKS_DIR / "09_learning.ipynb"
 
 
 def _random_problem(seed, B, n, d_model, d_k, d_v, n_classes):

@@ -23,7 +23,7 @@ from helpers.attention import causal_mask
 from helpers.tasks import BANK_SETUP, TRAP_SETUP, bank_task, pattern_task
 from helpers.training import init_params, train
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "08_learning.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "09_learning.ipynb"
 REPEATS = 3
 
 
