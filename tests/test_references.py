@@ -133,3 +133,10 @@ def test_a_planted_wrong_reference_in_a_notebook_fails_the_scan(tmp_path):
     new = {where: refs for where, refs in after.items() if refs != before[where]}
     assert list(new) == [f"{path.name}:{nb.cells[0].id}"]
     assert [ref for _, ref in new[f"{path.name}:{nb.cells[0].id}"]] == ["notebook 13"]
+
+
+@pytest.mark.parametrize("name", existing())
+def test_a_notebook_title_carries_its_file_number(name):
+    nb = nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
+    title = nb.cells[0].source.splitlines()[0]
+    assert title.startswith(f"# {name[:2]} · "), f"{name} is titled {title!r}"

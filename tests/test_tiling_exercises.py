@@ -1,4 +1,4 @@
-"""The three exercises of notebook 07, built from the notebook's own set-up cells.
+"""The three exercises of notebook 08, built from the notebook's own set-up cells.
 
 Only the cells the exercises need are run (the set-up, the scores of 'bank',
 and the exercises' own cells), not the notebook's timing and memory cells.
