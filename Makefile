@@ -29,7 +29,7 @@ html: $(READY)
 
 # Benchmarks (not tests): one explorer update in a real kernel (median, 95th percentile),
 # the numpy forward pass of the real model all-MiniLM-L6-v2, attention and the figures at full size,
-# tiled_attention's memory and time, and notebook 08's training.
+# tiled_attention's memory and time, and notebook 09's training.
 bench: $(READY)
 	env -u MPLBACKEND $(PY) tools/bench_explorers.py
 	$(PY) tools/bench_real_model.py

@@ -15,7 +15,7 @@ boolean ``attn_mask`` of PyTorch's ``torch.nn.functional.scaled_dot_product_atte
 where a True in a boolean ``attn_mask`` or ``key_padding_mask`` means "may NOT attend".
 
 Positions (sinusoidal_positional_encoding) are in helpers/positions.py; the
-tiled attention, online softmax and KV cache of notebook 07 in helpers/tiling.py.
+tiled attention, online softmax and KV cache of notebook 08 in helpers/tiling.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ it always lies in the convex hull of the values: the smallest convex region
 holding them all, a polygon on the plane. This module finds that polygon and
 says whether a point lies inside it, on its edge or outside it.
 
-Only two dimensions: the plane of notebooks 01, 02 and 06. numpy only.
+Only two dimensions: the plane of notebooks 01, 02 and 07. numpy only.
 """
 
 from __future__ import annotations

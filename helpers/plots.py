@@ -692,7 +692,7 @@ def lines_plot(x, series, xlabel, ylabel, title="", ax=None, logx=False, logy=Fa
 
 
 # --------------------------------------------------------------------------
-# Figures of notebook 09 (a real trained model): grids of heads, panels of
+# Figures of notebook 11 (a real trained model): grids of heads, panels of
 # heatmaps of different sizes, and one query's whole row for its explorer.
 # --------------------------------------------------------------------------
 

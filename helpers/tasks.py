@@ -1,4 +1,4 @@
-"""The two tiny tasks of notebook 08, made in code and seeded.
+"""The two tiny tasks of notebook 09, made in code and seeded.
 
 1. ``bank_task``: sentences holding "bank", one word that decides its sense
    (river, water, shore, stream against money, loan, rate, cash) and five
@@ -33,11 +33,11 @@ __all__ = ["SENSES", "VOCABULARY", "BANK_SETUP", "TRAP_SETUP", "BankTask", "bank
 
 BANK_SETUP = dict(n_train=200, n_held_out=500, train_seed=1, held_out_seed=2,
                   d_k=2, d_v=2, init_seed=1, steps=150, learning_rate=0.05)
-"""Notebook 08's bank task: data sizes and seeds, widths, starting seed, steps and Adam's learning rate."""
+"""Notebook 09's bank task: data sizes and seeds, widths, starting seed, steps and Adam's learning rate."""
 
 TRAP_SETUP = dict(n_train=100, n_held_out=500, train_seed=3, held_out_seed=4,
                   d_k=8, init_seed=0, steps=400, learning_rate=0.05)
-"""Notebook 08's production trap: the same, for the pattern task (d_v = d_k)."""
+"""Notebook 09's production trap: the same, for the pattern task (d_v = d_k)."""
 
 SENSES = ("river", "money")
 """The two senses of "bank", as class ids 0 and 1."""

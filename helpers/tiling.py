@@ -1,4 +1,4 @@
-"""Notebook 07: attention block by block with an online softmax, and the KV cache of decoding.
+"""Notebook 08: attention block by block with an online softmax, and the KV cache of decoding.
 
 ``online_softmax_update`` folds one block of keys into running totals (Milakov
 and Gimelshein 2018; FlashAttention, Dao et al. 2022, Algorithm 1);

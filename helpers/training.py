@@ -1,6 +1,6 @@
 """Learning W_Q, W_K, W_V by gradient descent: one attention layer, forward and backward, in numpy.
 
-The model of notebook 08 is one attention layer with a linear read-out:
+The model of notebook 09 is one attention layer with a linear read-out:
 
     Q = X W_Q,  K = X W_K,  V = X W_V                       (B, n, d_k), (B, n, d_k), (B, n, d_v)
     scores  = Q K^T / sqrt(d_k)                             (B, n, n)

@@ -340,7 +340,7 @@ CASES = {
             ("not_a_choice", "answer = 1"),
         ],
     },
-    "06_order.ipynb": {
+    "06_order_and_position.ipynb": {
         "ex_permuted": [
             (None, "answer = out[perm_ex]"),
             (None, "answer = self_attention(X[perm_ex])[0]"),
@@ -373,6 +373,8 @@ CASES = {
             ("granularity", "answer = [-0.9998, 0.02]", "entry [0]"),
             ("not_numbers", "answer = '-0.9998'", "Remove the quotes"),
         ],
+    },
+    "07_limits.ipynb": {
         "ex_hull": [
             (None, "answer = 'no'"),
             (None, "answer = ' No '"),
@@ -384,7 +386,7 @@ CASES = {
             ("not_a_choice", "answer = 0.5"),
         ],
     },
-    "08_learning.ipynb": {
+    "09_learning.ipynb": {
         "ex_rise": [
             (None, "answer = 'b'"),
             (None, "answer = '(B)'"),
@@ -509,7 +511,7 @@ CASES = {
             ("other_exercise", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)", "x split into 3 heads"),
         ],
     },
-    "09_real_model.ipynb": {
+    "11_real_model.ipynb": {
         "ex_row": [
             (None, "s = scores_bank / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
             (None, "answer = river.attention[second_layer, second_head, bank_r]"),   # the model's own row

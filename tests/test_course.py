@@ -46,3 +46,17 @@ def test_stored_outputs_come_from_one_clean_run(path):
             assert out.get("name") != "stderr", f"cell {i} printed to stderr: {out.get('text', '')[:200]}"
             text = str(out.get("text", "")) + str(out.get("data", {}).get("text/plain", ""))
             assert not MACHINE_DETAIL.search(text), f"cell {i} output holds a machine path or address"
+
+
+def test_the_printed_map_marks_a_notebook_without_its_file_as_coming(capsys, tmp_path):
+    from helpers.course import show_course_map
+
+    (tmp_path / COURSE[0][0]).write_text("{}", encoding="utf-8")
+    show_course_map(tmp_path)
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert lines == [f"[{'ready ' if i == 0 else 'coming'}] {name}: {title}" for i, (name, title, _) in enumerate(COURSE)]
+    show_course_map()
+    printed = capsys.readouterr().out
+    for name, title, _ in COURSE:
+        status = "ready " if (NOTEBOOKS_DIR / name).exists() else "coming"
+        assert f"[{status}] {name}: {title}" in printed

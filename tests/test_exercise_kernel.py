@@ -19,7 +19,7 @@ from exercise_cases import CASES, PHRASES, answer_cell, run_in_process
 from helpers.course import NOTEBOOKS_DIR
 
 #: How long one cell may run before the kernel is taken as hung. Not a timing test: this whole test
-#: runs notebook 09 in about 15 s on a quiet 2-core machine, but its cell that switches off each of
+#: runs notebook 11 in about 15 s on a quiet 2-core machine, but its cell that switches off each of
 #: the 72 heads once took over 60 s there with the suite on two workers beside other work.
 CELL_TIMEOUT = 300
 

@@ -1,4 +1,4 @@
-"""Tests of the helpers behind notebook 06: helpers.hull and helpers.depth.
+"""Tests of the helpers behind notebook 07: helpers.hull and helpers.depth.
 
 References are hand derivations written beside each test, or brute-force
 versions in this file that share no code with the helpers.
@@ -188,7 +188,7 @@ def test_uniform_weights_collapse_in_one_layer():
 
 
 def test_pure_attention_reaches_machine_precision_and_pre_ln_holds():
-    # The measurement notebook 06 reports: d_model 32, 8 tokens, 4 heads, weights of scale 1, seeds 0-4.
+    # The measurement notebook 07 reports: d_model 32, 8 tokens, 4 heads, weights of scale 1, seeds 0-4.
     X = np.random.default_rng(0).standard_normal((8, 32))
     for seed in range(5):
         pure = stack_residuals(X, 12, "attention", num_heads=4, seed=seed).residual
@@ -256,7 +256,7 @@ def test_self_attention_is_permutation_equivariant_and_the_causal_mask_breaks_it
         assert np.allclose(scaled_dot_product_attention(Y @ W_Q, Y @ W_K, Y, mask=mask)[0][-1], last)
 
 
-# ---------------------------------------------------------------- the exercises of notebook 06
+# ---------------------------------------------------------------- the exercises of notebooks 06 and 07
 
 from helpers.exercises import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise  # noqa: E402
 

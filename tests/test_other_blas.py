@@ -112,12 +112,12 @@ def test_every_notebook_prints_the_same_under_another_blas_kernel():
 
 
 def test_the_stored_progress_bar_shows_the_finished_run_and_no_timing():
-    nb = nbformat.read(ROOT / "notebooks" / "08_learning.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / "09_learning.ipynb", as_version=4)
     bars = [o["data"]["text/plain"] for c in nb.cells for o in c.get("outputs", [])
             if "application/vnd.jupyter.widget-view+json" in o.get("data", {}) and "%|" in o["data"].get("text/plain", "")]
-    assert bars, "notebook 08 stores no progress bar"
+    assert bars, "notebook 09 stores no progress bar"
     for text in bars:
         assert "100%|" in text and "150/150" in text, f"a page without a kernel shows the bar as {text!r}"
     stored = json.dumps(nb.metadata.get("widgets", {})) + "".join(json.dumps(c.get("outputs", [])) for c in nb.cells)
     for timing in ("it/s", "s/it", "<?,", "[00:"):
-        assert timing not in stored, f"notebook 08 stores a timing ({timing!r})"
+        assert timing not in stored, f"notebook 09 stores a timing ({timing!r})"

@@ -238,7 +238,7 @@ def test_odd_arguments_get_clear_errors(model):
     assert model.embed(t for t in ["a", "b c"]).shape == (2, 384)  # any iterable of str
 
 
-# ------------------------------------------------------------ notebook 09 re-run out of order
+# ------------------------------------------------------------ notebook 11 re-run out of order
 
 def _loop_bound_and_free_names(source):
     """Names a cell binds in a top-level for loop, and names it reads without binding them itself."""
@@ -263,14 +263,14 @@ def _loop_bound_and_free_names(source):
     return loop_bound, loads - stores
 
 
-def test_notebook_09_cells_can_be_rerun_in_any_order():
+def test_notebook_11_cells_can_be_rerun_in_any_order():
     # A name one cell sets in a loop (it ends on the last item) must not be what another cell reads:
     # re-running the loop's cell would silently change the other cell's input (as `n` once did).
     import nbformat
 
     from helpers.course import NOTEBOOKS_DIR
 
-    nb = nbformat.read(NOTEBOOKS_DIR / "09_real_model.ipynb", as_version=4)
+    nb = nbformat.read(NOTEBOOKS_DIR / "11_real_model.ipynb", as_version=4)
     cells = [(c.id, *_loop_bound_and_free_names(c.source)) for c in nb.cells if c.cell_type == "code"]
     clashes = [(a, b, name) for a, bound, _ in cells for b, _, free in cells if a != b for name in bound & free]
     assert clashes == []

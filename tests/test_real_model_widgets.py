@@ -1,4 +1,4 @@
-"""The real-model explorer of notebook 09, driven as a learner drives it, and its figures.
+"""The real-model explorer of notebook 11, driven as a learner drives it, and its figures.
 
 Expected values come from the model's own forward pass (``MiniLM.run``, itself
 checked against the reference implementation in test_real_model.py) or from

@@ -109,7 +109,7 @@ def test_export_drops_widget_views_only_where_another_form_exists():
 def test_index_page_is_the_course_map():
     from helpers.course import COURSE
 
-    ready = {"00_start_here.ipynb", "09_real_model.ipynb"}
+    ready = {"00_start_here.ipynb", "11_real_model.ipynb"}
     page = export_html.index_page(ready)
     for name, title, what in COURSE:
         stem = Path(name).stem

@@ -1,10 +1,10 @@
-"""The tools and claims of the teaching pass (issue 12) on notebooks 01-05 and 09.
+"""The tools and claims of the teaching pass (issue 12) on notebooks 01-05 and 11.
 
 - helpers.saturation.query_gradient against nudges, and the notebook 03 claim
   it supports (what reaches the query, scaled and unscaled);
 - helpers.examples.SourceAudit (one line per check, the full table at the end);
 - the instructors' errors of the new exercise classes;
-- the real model's heads_off option, and notebook 09's hedged readings
+- the real model's heads_off option, and notebook 11's hedged readings
   (a head switched off; [CLS]'s short transformed values in parking heads).
 """
 
@@ -232,7 +232,7 @@ def _cosine(a, b):
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-def test_notebook_09_reading_of_layer_0_head_4_switched_off(model):
+def test_notebook_11_reading_of_layer_0_head_4_switched_off(model):
     # the table: head 4 moves bank more than head 10 does, and both bring the two banks closer
     river, interest = model.run(RIVER), model.run(INTEREST)
     bank_r, bank_i = river.index("bank"), interest.index("bank")
@@ -245,7 +245,7 @@ def test_notebook_09_reading_of_layer_0_head_4_switched_off(model):
     assert 0.95 < moved[4] < moved[10] < 1.0
 
 
-def test_notebook_09_reading_of_every_head_switched_off(model):
+def test_notebook_11_reading_of_every_head_switched_off(model):
     # "only one head of the 72, layer 5 head 7, moves bank's final vector more; among the ten that move the
     # embedding most; 37 of the 72 heads bring the two banks closer; layer 0 head 10 most, head 4 second"
     river, interest = model.run(RIVER), model.run(INTEREST)
@@ -266,7 +266,7 @@ def test_notebook_09_reading_of_every_head_switched_off(model):
     assert np.median(list(moved.values())) > 0.999 > moved[0, 4]           # "most heads hardly move bank"
 
 
-def test_notebook_09_reading_of_cls_parking_heads(model):
+def test_notebook_11_reading_of_cls_parking_heads(model):
     # Kobayashi et al. (2020)'s measure: the length of each token's value through a head and its block of W_O.
     river = model.run(RIVER)
     on_cls = river.attention[..., 0].mean(axis=-1)

@@ -1,4 +1,4 @@
-"""tiled_attention, online_softmax_update and KVCache (notebook 07).
+"""tiled_attention, online_softmax_update and KVCache (notebook 08).
 
 The reference is scaled_dot_product_attention, itself tested against plain
 loops in test_attention.py, and hand derivations written beside each test.
@@ -276,7 +276,7 @@ def test_kv_cache_first_append_needs_vectors():
 
 
 def test_online_update_reads_lists_and_refuses_running_values_of_the_wrong_shape():
-    # Lists are read as arrays (notebook 07 calls the function directly); the same numbers as arrays.
+    # Lists are read as arrays (notebook 08 calls the function directly); the same numbers as arrays.
     as_lists = online_softmax_update([-np.inf] * 2, [0.0, 0.0], [[0.0] * 3] * 2, [[1.0] * 4] * 2, [[1.0] * 3] * 4)
     as_arrays = online_softmax_update(np.full(2, -np.inf), np.zeros(2), np.zeros((2, 3)), np.ones((2, 4)),
                                       np.ones((4, 3)))

@@ -1,4 +1,4 @@
-"""The three exercises of notebook 07, built from the notebook's own set-up cells.
+"""The three exercises of notebook 08, built from the notebook's own set-up cells.
 
 Only the cells the exercises need are run (the set-up, the scores of 'bank',
 and the exercises' own cells), not the notebook's timing and memory cells.
@@ -19,7 +19,7 @@ from hypothesis.extra import numpy as hnp
 from helpers.course import NOTEBOOKS_DIR
 from helpers.exercises import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
 
-NOTEBOOK = NOTEBOOKS_DIR / "07_cost_and_tiling.ipynb"
+NOTEBOOK = NOTEBOOKS_DIR / "08_cost_and_tiling.ipynb"
 NEEDED = ("from helpers.attention import", "s = (Q @ K.T)[bank]", "from helpers.exercises import",
           "Exercise(")
 

@@ -1,4 +1,4 @@
-"""The tiling explorer of notebook 07, driven by setting its controls' values.
+"""The tiling explorer of notebook 08, driven by setting its controls' values.
 
 Expected values are computed here with plain loops over the river-bank scores,
 never by the explorer's own code.

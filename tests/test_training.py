@@ -1,4 +1,4 @@
-"""helpers.training and helpers.tasks: gradients, bad input, and the numbers notebook 08 prints."""
+"""helpers.training and helpers.tasks: gradients, bad input, and the numbers notebook 09 prints."""
 
 import re
 
@@ -29,7 +29,7 @@ from helpers.training import (
     train,
 )
 
-NOTEBOOK = NOTEBOOKS_DIR / "08_learning.ipynb"
+NOTEBOOK = NOTEBOOKS_DIR / "09_learning.ipynb"
 
 
 def _random_problem(seed, B, n, d_model, d_k, d_v, n_classes):
@@ -232,14 +232,14 @@ def test_pattern_task_repeats_its_pattern():
     assert task.X.shape == (20, 12, 14)
 
 
-# ------------------------------------------------------------ the numbers notebook 08 prints
+# ------------------------------------------------------------ the numbers notebook 09 prints
 
 def _printed(pattern):
-    """The first number matched by ``pattern`` in the stored outputs of notebook 08."""
+    """The first number matched by ``pattern`` in the stored outputs of notebook 09."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
     text = "\n".join(str(o.get("text", "")) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     match = re.search(pattern, text)
-    assert match, f"notebook 08 no longer prints {pattern!r}"
+    assert match, f"notebook 09 no longer prints {pattern!r}"
     return match.groups()
 
 

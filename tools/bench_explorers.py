@@ -2,7 +2,7 @@
 
 Usage: python tools/bench_explorers.py [--changes N]     (the Makefile's bench target)
 
-It starts an ipykernel, builds the explorers of notebooks 03, 04, 05, 07 and 09 in it, and then acts as
+It starts an ipykernel, builds the explorers of notebooks 03, 04, 05, 08 and 11 in it, and then acts as
 the browser would: for each change it sends the kernel the widget message a
 moved control sends (a comm "update" of the control's value or index) and
 waits for the message that carries the explorer's new picture back (a comm
@@ -15,7 +15,7 @@ It prints the median and 95th percentile per explorer over N changes
 (default 40, at least 20) after a few untimed warm-up changes, and fails if
 a picture does not arrive, does not change, or reports an error.
 
-The real-model explorer (notebook 09) is timed twice: moving its layer and
+The real-model explorer (notebook 11) is timed twice: moving its layer and
 head sliders and its token dropdown (the forward pass is remembered, so
 nothing is rerun), and typing a new sentence (a comm update of the text
 box), which runs the model once: sentences of 9 to 11 tokens, each new.

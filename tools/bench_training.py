@@ -1,10 +1,10 @@
-"""Time the training of notebook 08 and the whole notebook in a fresh kernel.
+"""Time the training of notebook 09 and the whole notebook in a fresh kernel.
 
 1. The bank task's training (BANK_SETUP: 150 Adam steps on 200 sentences),
    the even-weight baseline, and each of the three trap models (TRAP_SETUP:
    400 steps on 100 sequences): median of 3 runs each, CPU time beside wall
    time (on a shared machine the wall time includes waiting for a core).
-2. Notebook 08 run top to bottom in a fresh kernel with nbclient, as
+2. Notebook 09 run top to bottom in a fresh kernel with nbclient, as
    `make execute` does (kernel start-up included), once: wall time.
 
 Targets: training under 10 s; the whole notebook under 30 s.
@@ -23,7 +23,7 @@ from helpers.attention import causal_mask
 from helpers.tasks import BANK_SETUP, TRAP_SETUP, bank_task, pattern_task
 from helpers.training import init_params, train
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "08_learning.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "09_learning.ipynb"
 REPEATS = 3
 
 
@@ -57,11 +57,11 @@ def main():
         wall, cpu = timed(job)
         total_wall, total_cpu = total_wall + wall, total_cpu + cpu
         print(f"{name:30} median of {REPEATS}: {wall:6.2f} s wall, {cpu:6.2f} s CPU")
-    print(f"{'all training in notebook 08':30} {total_wall:6.2f} s wall, {total_cpu:6.2f} s CPU  (target under 10 s)")
+    print(f"{'all training in notebook 09':30} {total_wall:6.2f} s wall, {total_cpu:6.2f} s CPU  (target under 10 s)")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     w = time.perf_counter()
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
-    print(f"{'notebook 08, fresh kernel':30} {time.perf_counter() - w:6.2f} s wall  (target under 30 s)")
+    print(f"{'notebook 09, fresh kernel':30} {time.perf_counter() - w:6.2f} s wall  (target under 30 s)")
 
 
 if __name__ == "__main__":

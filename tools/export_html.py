@@ -41,7 +41,7 @@ MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-#: tqdm's notebook progress bar (notebook 08) is a widget but not an explorer: its static form is tqdm's
+#: tqdm's notebook progress bar (notebook 09) is a widget but not an explorer: its static form is tqdm's
 #: own text line as the run ended ("training ...: 100%|##########| 150/150 steps"), which needs no kernel.
 PROGRESS_BAR = re.compile(r"\d+%\|.*\| *\d+/\d+\b")
 

@@ -10,9 +10,6 @@ to data/run_times.json, and the "run (measured)" column of the course map in
 INSTRUCTORS.md is rewritten from them and from helpers/course.py (the other
 columns of a row, written by hand, are kept). tests/test_instructors.py checks
 that the guide and data/run_times.json agree with helpers/course.py.
-Notebook 00 prints the times from data/run_times.json, so re-run it
-afterwards (`make execute`, or tools/execute_notebooks.py on 00 alone):
-nbval compares its stored output.
 """
 
 import json
@@ -108,8 +105,6 @@ def main(names):
     GUIDE.write_text(f"{head}{BEGIN}\n{table(times, peaks, guide_rows(text))}\n{END}{tail}", encoding="utf-8")
     if env_backend is not None:
         os.environ["MPLBACKEND"] = env_backend
-    print("Notebook 00 prints these times: re-run it now, e.g. "
-          "python tools/execute_notebooks.py notebooks/00_start_here.ipynb")
 
 
 if __name__ == "__main__":

@@ -38,9 +38,9 @@ below imports this package):
     base.py         the exercise base classes, ChoiceExercise, exercise()
     weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, d_k
     masks_heads.py  notebooks 04-05: the combined mask, split_heads, counting weights
-    order.py        notebook 06: permuted outputs, a sinusoidal entry, the convex hull
-    cost.py         notebook 07: dot products, one online-softmax step, the KV cache's size
-    learning.py     notebook 08: the softmax's gradient, one gradient step
+    order.py        notebooks 06-07: permuted outputs, a sinusoidal entry (06), the convex hull (07)
+    cost.py         notebook 08: dot products, one online-softmax step, the KV cache's size
+    learning.py     notebook 09: the softmax's gradient, one gradient step
     diagnose.py     diagnose(fn, piece=...): what is wrong in a learner's own function (the dispatcher)
     runner.py       what every function checker shares: the safe call, the signature, the verdicts
     battery.py      the inputs each piece is run on

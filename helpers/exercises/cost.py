@@ -1,4 +1,4 @@
-"""Exercises of notebook 07: counting dot products, one online-softmax step, the size of a KV cache."""
+"""Exercises of notebook 08: counting dot products, one online-softmax step, the size of a KV cache."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# Notebook 07: cost, the online softmax and the KV cache
+# Notebook 08: cost, the online softmax and the KV cache
 # --------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Exercises of notebook 08: learning by gradient descent (the softmax's gradient, one gradient step)."""
+"""Exercises of notebook 09: learning by gradient descent (the softmax's gradient, one gradient step)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# Notebook 08: learning W_Q, W_K, W_V by gradient descent
+# Notebook 09: learning W_Q, W_K, W_V by gradient descent
 # --------------------------------------------------------------------------
 
 

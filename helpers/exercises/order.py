@@ -1,4 +1,5 @@
-"""Exercises of notebook 06: order and position (permuted outputs, a sinusoidal entry, the convex hull)."""
+"""Exercises of notebooks 06 and 07: order and position (permuted outputs, a sinusoidal entry), and the
+convex hull of the values (what attention alone cannot do)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# Notebook 06: order and position
+# Notebooks 06 (order and position) and 07 (the hull)
 # --------------------------------------------------------------------------
 
 class PermutedOutputExercise(_NumericExercise):

@@ -24,8 +24,8 @@ Where each part lives (``from helpers.explorers import X`` finds every public na
     dk.py          notebook 03: d_k and the scaling
     mask.py        notebook 04: the causal mask, hidden keys, masking before or after the softmax
     heads.py       notebook 05: the number of heads
-    tiling.py      notebook 07: the online softmax, block by block
-    real_model.py  notebook 09: a sentence through all-MiniLM-L6-v2
+    tiling.py      notebook 08: the online softmax, block by block
+    real_model.py  notebook 11: a sentence through all-MiniLM-L6-v2
 """
 
 from __future__ import annotations

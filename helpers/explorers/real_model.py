@@ -1,4 +1,4 @@
-"""Notebook 09's explorer: a sentence you type through the real model all-MiniLM-L6-v2.
+"""Notebook 11's explorer: a sentence you type through the real model all-MiniLM-L6-v2.
 
 ``real_model_state`` computes what it shows; ``real_model_explorer`` is the widget.
 """
@@ -24,7 +24,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# A real trained model: all-MiniLM-L6-v2 (notebook 09)
+# A real trained model: all-MiniLM-L6-v2 (notebook 11)
 # --------------------------------------------------------------------------
 
 

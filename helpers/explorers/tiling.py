@@ -1,4 +1,4 @@
-"""Notebook 07's explorer: the online softmax of tiled attention, one block of keys at a time.
+"""Notebook 08's explorer: the online softmax of tiled attention, one block of keys at a time.
 
 ``tiling_state`` computes what it shows; ``tiling_explorer`` is the widget.
 """
@@ -22,7 +22,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# Tiling: the online softmax, one block of keys at a time (notebook 07)
+# Tiling: the online softmax, one block of keys at a time (notebook 08)
 # --------------------------------------------------------------------------
 
 

@@ -111,7 +111,7 @@ def what_the_learner_sees(page, name):
             f"{want_widgets} widget(s) expected but {drawn} drawn: the learner sees text such as "
             f"'VBox(children=...)' or nothing where the controls should be"
         )
-    # A progress bar (tqdm's notebook bar, notebook 08) must be drawn and filled to its end once its cell has run.
+    # A progress bar (tqdm's notebook bar, notebook 09) must be drawn and filled to its end once its cell has run.
     fills = page.evaluate("() => [...document.querySelectorAll('.jp-OutputArea .widget-hprogress .progress-bar')]"
                           ".map(b => b.style.width)")
     want_bars = stored_progress_bars(name)
