@@ -1,4 +1,4 @@
-"""diagnose(fn, piece=...) for notebook 07's pieces: online_softmax_update, tiled_attention, kv_cache_step.
+"""diagnose(fn, piece=...) for notebook 08's pieces: online_softmax_update, tiled_attention, kv_cache_step.
 
 Each faulty function is written the way a learner writes it, not built from the checker's own models.
 (The odd functions of every piece, the stubs and the worked solutions are tested in test_checkers.py,

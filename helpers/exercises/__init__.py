@@ -45,7 +45,7 @@ below imports this package):
     runner.py       what every function checker shares: the safe call, the signature, the verdicts
     battery.py      the inputs each piece is run on
     checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
-                    tiling (notebook 07: the online-softmax step, tiled attention, the KV-cache step)
+                    tiling (notebook 08: the online-softmax step, tiled attention, the KV-cache step)
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       run_with_your_attention: your attention inside the real model, judged
 

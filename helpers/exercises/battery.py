@@ -144,7 +144,7 @@ PADDING_MASK = _padding()
 
 
 # --------------------------------------------------------------------------
-# Notebook 07's pieces: one online-softmax step, tiled attention, one KV-cache step (checker_tiling.py)
+# Notebook 08's pieces: one online-softmax step, tiled attention, one KV-cache step (checker_tiling.py)
 # --------------------------------------------------------------------------
 
 def _totals(scores, V_block):

@@ -1,4 +1,4 @@
-"""The checkers of notebook 07's pieces: one online-softmax step, tiled attention, one KV-cache decoding step.
+"""The checkers of notebook 08's pieces: one online-softmax step, tiled attention, one KV-cache decoding step.
 
 ``online_softmax_update``: ``fn(running_max, running_sum, acc, scores, V_block)``
 -> ``(running_max, running_sum, acc)``, the signature and shapes of
