@@ -616,3 +616,23 @@ def test_entries_are_labelled_with_tokens_only_when_the_answer_has_one_entry_per
     assert "the entry of 'the'" not in check.feedback((1.2, 1.2)).text
     row = (ex.X @ ex.W_Q)[ex.index("flooded")] @ (ex.X @ ex.W_K).T          # one score per token: labelled
     assert "(the entry of 'bank')" in check.feedback(row).text
+
+
+# ------------------------------------------------------------ build sections (issue 21)
+
+BUILD_CELL = re.compile(r"^diagnose\(workbook\.(\w+)")
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_stored_build_cells_show_the_stubs_not_attempted_yet(path):
+    # Stored against the pristine workbook, a build cell prints the checker's "not attempted yet" line and
+    # nothing else: never a learner's verdict, never a solution.
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        match = BUILD_CELL.match(cell.source.strip()) if cell.cell_type == "code" else None
+        if match is None:
+            continue
+        shown = "".join(str(out.get("text", "")) + str(out.get("data", {}).get("text/plain", ""))
+                        for out in cell.outputs)
+        assert shown.startswith("Not attempted yet"), f"{path.name}:{cell.id}: {shown[:120]!r}"
+        assert ".solution()" not in cell.source, f"{path.name}:{cell.id} stores a solution"
