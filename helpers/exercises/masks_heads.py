@@ -1,5 +1,6 @@
-"""Exercises of notebooks 04 and 05: the combined causal and padding mask, the row sums of a mask applied after
-the softmax, split_heads, counting weights."""
+"""Exercises of notebooks 04 and 05: the row sums of a mask applied after the softmax, split_heads, counting weights;
+and the combined causal and padding mask of a batch, which no notebook asks since notebook 04 builds the masks
+(kept for instructors)."""
 
 from __future__ import annotations
 
