@@ -46,6 +46,7 @@ below imports this package):
     battery.py      the inputs each piece is run on
     checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
     solutions.py    the worked solution of each piece, and the workbook's stubs
+    key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
 
 Every public name is re-exported here: ``from helpers.exercises import X``.
 """
@@ -69,6 +70,7 @@ from helpers.exercises.weights import (
     ScoreVarianceExercise,
     SoftmaxRowExercise,
 )
+from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
@@ -79,4 +81,5 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
+    "KeyDesignExercise", "HeatmapClaimExercise",
 ]
