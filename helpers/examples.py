@@ -208,7 +208,7 @@ def compare(ours, published, labels=None, extra=2):
 class SourceAudit:
     """Checks against a source's published numbers: one line at each step, the full table at the end.
 
-    ``audit = SourceAudit("source 000", "section 14")`` names the source and
+    ``audit = SourceAudit("source 000", "the appendix")`` names the source and
     the place where the notebook prints the table. ``audit.check(ours,
     published, labels=None, extra=2)`` prints one line saying whether ours
     matches the published value to its rounding (half a unit of its last

@@ -89,6 +89,8 @@ def test_a_negative_multiple_meets_the_property_and_is_told_what_it_did():
     (np.eye(3), "shape"),
     ([[np.nan, 0], [0, 1]], "nan_inf"),
     ([[np.inf, 0], [0, 1]], "nan_inf"),
+    ([[1.7e308] * 2] * 2, "nan_inf"),                         # finite entries, scores that overflow
+    ([[1e308, -1e308], [1e308, 1e308]], "saturated"),         # flooded above river, both weights 0 in float64
     ("[[1, 0], [0, 2]]", "not_numbers"),
     ([[1, 0], [0, None]], "none_entry"),
     ([[1, 0], [2]], "unreadable"),

@@ -39,6 +39,7 @@ class KeyDesignExercise(_Exercise):
     the scores, so the scaling changes nothing here). Feedback keys: None
     (right), ``unchanged``, ``scaled_all``, ``tie``, ``keys_given``,
     ``still_prefers`` (any other matrix under which ``over`` still wins),
+    ``saturated`` (entries so large that both weights underflow to 0),
     ``shape``, ``nan_inf`` and the reading keys every checker shares
     (``not_attempted``, ``not_numbers``, ``function``, ...). Never raises on an answer.
     """
@@ -107,6 +108,10 @@ class KeyDesignExercise(_Exercise):
             return Feedback(False, "nan_inf",
                             "Your W_K contains NaN or infinity. Every entry must be an ordinary number.")
         scores = self._scores(arr)
+        if not np.all(np.isfinite(scores)):
+            return Feedback(False, "nan_inf",
+                            "Your W_K gives scores that overflow: the result contains infinity or NaN. "
+                            "Use ordinary sizes: only how the entries compare matters here.")
         s_j, s_k = scores[self.j], scores[self.k]
         if np.array_equal(arr, self.W_K):
             return Feedback(False, "unchanged",
@@ -137,6 +142,17 @@ class KeyDesignExercise(_Exercise):
                             f"The query scores a word x by x . u, with u = W_K q = {_line(self._direction(arr))}. "
                             f"'{self.prefer}' minus '{self.over}' is {_line(self.X[self.j] - self.X[self.k])}: make "
                             "u point more that way. The hint cell below may help.")
+        w = self._weights(arr)
+        if not w[self.j] > w[self.k] and np.max(np.abs(scores)) <= 50:   # a gap below the weights' precision
+            return Feedback(False, "tie",
+                            f"Under your W_K, '{self.prefer}' and '{self.over}' get the same weight "
+                            f"({_fmt(w[self.j])}): their scores differ by less than the softmax can show. Give "
+                            f"'{self.prefer}' a clearly larger score.")
+        if not w[self.j] > w[self.k]:   # the scores are in order, but the softmax gave both weight 0 (underflow)
+            return Feedback(False, "saturated",
+                            f"Your W_K scores '{self.prefer}' above '{self.over}', but its entries are so large that "
+                            f"the softmax gives all the weight to '{self.tokens[int(np.argmax(scores))]}' and both of "
+                            f"them 0. Use smaller entries: only how they compare matters.")
         text = (f"Correct! Under your W_K, '{self.query}' puts more weight on '{self.prefer}' than on "
                 f"'{self.over}': {self._pair(arr)}.")
         if c is not None and c < 0:
