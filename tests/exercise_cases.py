@@ -118,6 +118,13 @@ PHRASES = {
     "rows_sum_to_one": "masking BEFORE the softmax gives",
     "share_by_count": "counts the allowed keys",
     "hidden_share": "the weight the zeroing removed",
+    # notebook 01's exercises of understanding (issue 21 sec. 4)
+    "unchanged": "the notebook's own W_K",
+    "scaled_all": "how the entries compare",
+    "tie": "tie",
+    "keys_given": "the keys themselves",
+    "still_prefers": "still prefers",
+    "chose_d": "cannot tell you that",
 }
 
 # The named mistakes of issue 3, and the keys that name them.
@@ -173,35 +180,7 @@ CASES = {
             ("rounded", "answer = 1", "whole numbers"),
             ("type", "answer = float", "float(x)"),
             ("function", "answer = np.dot"),
-            ("other_exercise", "answer = [0.117, 0.353, 0.231, 0.298]", "the weights of one query"),
-        ],
-        "ex_softmax": [
-            (None, "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
-            (None, "answer = [0.117, 0.353, 0.231, 0.298]", "Python list"),
-            ("not_attempted", "answer = ..."),
-            ("no_scaling", "answer = np.exp(scores[flooded]) / np.exp(scores[flooded]).sum()"),
-            ("divided_by_d_k", "s = scores[flooded] / d_k\nanswer = np.exp(s) / np.exp(s).sum()"),
-            ("multiplied_by_sqrt", "s = scores[flooded] * np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
-            ("scaled_after_softmax",
-             "w = np.exp(scores[flooded]) / np.exp(scores[flooded]).sum()\nanswer = w / np.sqrt(d_k)"),
-            ("exp_not_normalised", "answer = np.exp(scores[flooded] / np.sqrt(d_k))", "do not sum to 1"),
-            ("no_exp", "s = scores[flooded] / np.sqrt(d_k)\nanswer = s / s.sum()"),
-            ("sum_not_one", "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).max()"),
-            ("negative", "answer = np.array([0.5, 0.5, 0.5, -0.5])"),
-            ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).reshape(4, 1)",
-             "shape (4,)"),
-            ("nan_inf", "s = scores[flooded] * 1000\nanswer = np.exp(s) / np.exp(s).sum()", "NaN"),
-            ("no_softmax", "answer = scores[flooded] / np.sqrt(d_k)"),
-            ("raw_scores", "answer = scores[flooded]"),
-            ("percent", "s = scores[flooded] / np.sqrt(d_k)\nanswer = 100 * np.exp(s) / np.exp(s).sum()"),
-            ("rounded", "answer = [0.12, 0.35, 0.23, 0.3]", "2 decimals"),
-            (None, "answer = (0.117, 0.353, 0.231, 0.298)", "Python tuple"),
-            (None, "s = scores[flooded] / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).astype(np.float32)"),
-            ("none_entry", "answer = [0.117, None, 0.231, 0.298]"),
-            ("shape", "answer = [[0.117, 0.353, 0.231, 0.298]]", "Try np.asarray(answer).reshape(4,)"),
-            ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.matrix(np.exp(s) / np.exp(s).sum())",
-             "Try np.asarray(answer).reshape(4,)"),
-            ("other_exercise", "answer = 1.2", "the score of 'flooded'"),
+            ("other_exercise", "answer = W_c", "the (4, 4) matrix of masked attention weights"),
         ],
         "ex_causal": [
             (None, _CAUSAL_OK + "\nanswer = w"),
@@ -257,7 +236,39 @@ CASES = {
             (None, _CAUSAL_OK + "\nanswer = w.astype(np.float32) + 1e-9"),
             ("shape", _CAUSAL_OK + "\nanswer = w[bank]", "the row of 'bank' alone"),
             ("shape", _CAUSAL_OK + "\nanswer = w.ravel()", "Try answer.reshape(4, 4)"),
-            ("other_exercise", _CAUSAL_OK + "\nanswer = w[flooded]", "the weights of one query"),
+            ("shape", _CAUSAL_OK + "\nanswer = w[flooded]", "the row of 'flooded' alone"),
+            ("other_exercise", "answer = 1.2", "the score of 'flooded'"),
+        ],
+        "ex_design": [
+            (None, "answer = np.array([[1.0, 0.0], [0.0, 2.0]])"),
+            (None, "answer = [[1, 0], [0, 3]]"),
+            (None, "answer = np.array([[0.0, 0.0], [0.0, 1.0]])"),          # river's key becomes zero
+            (None, "answer = -W_K", "reverses every preference"),
+            ("not_attempted", "answer = ..."),
+            ("unchanged", "answer = W_K.copy()"),
+            ("scaled_all", "answer = 3 * W_K", "multiplied by 3"),
+            ("scaled_all", "answer = W_K / 10"),
+            ("tie", "answer = np.eye(2)", "u is at right angles"),
+            ("tie", "answer = np.zeros((2, 2))", "all zeros"),
+            ("still_prefers", "answer = np.array([[3.0, 0.0], [0.0, 1.0]])"),
+            ("keys_given", "answer = X @ W_K"),
+            ("shape", "answer = np.array([1.0, 2.0])", "(2, 2)"),
+            ("shape", "answer = np.eye(3)"),
+            ("nan_inf", "answer = np.array([[np.nan, 0.0], [0.0, 1.0]])"),
+            ("not_numbers", "answer = 'swap the diagonal'"),
+            ("none_entry", "answer = [[1, 0], [0, None]]"),
+            ("function", "answer = np.eye"),
+            ("unreadable", "answer = [[1, 0], [2]]"),
+        ],
+        "ex_claim": [
+            (None, "answer = 'c'"),
+            (None, "answer = '(C)'"),
+            ("chose_a", "answer = 'a'", "not what it looks for"),
+            ("chose_b", "answer = 'b'", "not an explanation"),
+            ("chose_d", "answer = 'd'"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_a_choice", "answer = 3"),
+            ("not_attempted", "answer = ..."),
         ],
     },
     "02_two_senses.ipynb": {
@@ -550,14 +561,15 @@ def run_in_process(path, replace=None, printed=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
     nb = nbformat.read(path, as_version=4)
     replace = replace or {}
     namespace = {"__name__": "__notebook__"}
+    if str(path.parent) not in sys.path:   # the kernel runs in notebooks/: `import workbook` finds it there
+        sys.path.insert(0, str(path.parent))
     for cell in nb.cells:
         if cell.cell_type == "code":
             source = replace.get(cell.id, cell.source)
+            # IPython's line magics (%autoreload) are not Python: the kernel runs them, this process skips them
             source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 exec(compile(source, f"{path.name}:{cell.id}", "exec"), namespace)
@@ -599,4 +611,37 @@ MASK_CASES = [
     ("function", "answer = causal_mask"),
     ("masked_array", _MASK_OK + "\nanswer = np.ma.masked_array(m, mask=~m)", "~np.ma.getmaskarray"),
     ("unreadable", "answer = [[True, False], [True]]"),
+]
+
+
+# Notebook 01's softmax-row exercise left the notebook (issue 21: it repeated the attention-weights task and
+# the softmax the learner now builds). SoftmaxRowExercise stays (notebook 11 uses it), and these cases, typed
+# as a learner would, run on it built from the same inputs: test_exercises_01.py.
+SOFTMAX_ROW_CASES = [
+        (None, "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
+        (None, "answer = [0.117, 0.353, 0.231, 0.298]", "Python list"),
+        ("not_attempted", "answer = ..."),
+        ("no_scaling", "answer = np.exp(scores[flooded]) / np.exp(scores[flooded]).sum()"),
+        ("divided_by_d_k", "s = scores[flooded] / d_k\nanswer = np.exp(s) / np.exp(s).sum()"),
+        ("multiplied_by_sqrt", "s = scores[flooded] * np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
+        ("scaled_after_softmax",
+         "w = np.exp(scores[flooded]) / np.exp(scores[flooded]).sum()\nanswer = w / np.sqrt(d_k)"),
+        ("exp_not_normalised", "answer = np.exp(scores[flooded] / np.sqrt(d_k))", "do not sum to 1"),
+        ("no_exp", "s = scores[flooded] / np.sqrt(d_k)\nanswer = s / s.sum()"),
+        ("sum_not_one", "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).max()"),
+        ("negative", "answer = np.array([0.5, 0.5, 0.5, -0.5])"),
+        ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).reshape(4, 1)",
+         "shape (4,)"),
+        ("nan_inf", "s = scores[flooded] * 1000\nanswer = np.exp(s) / np.exp(s).sum()", "NaN"),
+        ("no_softmax", "answer = scores[flooded] / np.sqrt(d_k)"),
+        ("raw_scores", "answer = scores[flooded]"),
+        ("percent", "s = scores[flooded] / np.sqrt(d_k)\nanswer = 100 * np.exp(s) / np.exp(s).sum()"),
+        ("rounded", "answer = [0.12, 0.35, 0.23, 0.3]", "2 decimals"),
+        (None, "answer = (0.117, 0.353, 0.231, 0.298)", "Python tuple"),
+        (None, "s = scores[flooded] / np.sqrt(d_k)\nanswer = (np.exp(s) / np.exp(s).sum()).astype(np.float32)"),
+        ("none_entry", "answer = [0.117, None, 0.231, 0.298]"),
+        ("shape", "answer = [[0.117, 0.353, 0.231, 0.298]]", "Try np.asarray(answer).reshape(4,)"),
+        ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.matrix(np.exp(s) / np.exp(s).sum())",
+         "Try np.asarray(answer).reshape(4,)"),
+        ("other_exercise", "answer = 1.2", "the score of 'flooded'"),
 ]

@@ -37,7 +37,6 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 NOT_YET_REWRITTEN = {
     name: "over budget until issue 22 rewrites it"
     for name in (
-        "01_river_bank.ipynb",
         "02_two_senses.ipynb",
         "03_scaling.ipynb",
         "05_multi_head.ipynb",

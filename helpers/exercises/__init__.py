@@ -48,6 +48,7 @@ below imports this package):
                     tiling (notebook 08: the online-softmax step, tiled attention, the KV-cache step)
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       run_with_your_attention: your attention inside the real model, judged
+    key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
 first use, so that importing the exercises does not load the real model's libraries).
@@ -72,6 +73,7 @@ from helpers.exercises.weights import (
     ScoreVarianceExercise,
     SoftmaxRowExercise,
 )
+from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
@@ -84,6 +86,7 @@ __all__ = [
     "SoftmaxGradientExercise", "GradientStepExercise",
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
+    "KeyDesignExercise", "HeatmapClaimExercise",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict")
