@@ -562,3 +562,20 @@ def test_entries_are_labelled_with_tokens_only_when_the_answer_has_one_entry_per
     assert "the entry of 'the'" not in check.feedback((1.2, 1.2)).text
     row = (ex.X @ ex.W_Q)[ex.index("flooded")] @ (ex.X @ ex.W_K).T          # one score per token: labelled
     assert "(the entry of 'bank')" in check.feedback(row).text
+
+
+# ---------------------------------------------------------------- SoftmaxGradientExercise: one key, and a hidden row
+
+def test_the_softmax_gradient_accepts_a_hidden_querys_row_and_names_the_missing_sum_term():
+    from helpers.exercises import SoftmaxGradientExercise
+    from helpers.training import softmax_backward
+    g = np.array([0.5, -1.0, 2.0])
+    hidden = SoftmaxGradientExercise(np.zeros(3), g, ["a", "b", "c"])     # a query with nothing to attend to
+    assert hidden.feedback(np.zeros(3)).correct                              # no score moves it: gradient 0
+    assert hidden.feedback(softmax_backward(np.zeros(3), g)).correct
+    assert not hidden.feedback(g).correct                                    # passed through: not zero
+    w = np.array([0.2, 0.3, 0.5])
+    ex = SoftmaxGradientExercise(w, g, ["a", "b", "c"])
+    assert ex.feedback(w * g).mistake == "missing_sum_term"                  # the key the checker uses too
+    with pytest.raises(ValueError, match="weights must be one row"):
+        SoftmaxGradientExercise(np.array([0.2, 0.2, 0.2]), g, ["a", "b", "c"])
