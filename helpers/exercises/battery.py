@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from helpers.attention import causal_mask
+from helpers.attention import causal_mask, padding_mask, softmax, split_heads
 
-__all__ = ["ATTENTION", "SOFTMAX", "CAUSAL_MASK", "PADDING_MASK", "Case", "Input"]
+__all__ = ["ATTENTION", "SOFTMAX", "CAUSAL_MASK", "PADDING_MASK", "Case", "Input",
+           "SPLIT_HEADS", "MERGE_HEADS", "MULTI_HEAD", "POSITIONAL", "SOFTMAX_BACKWARD"]
 
 
 def _frozen(*arrays):
@@ -194,8 +195,6 @@ def _split_heads():
 
 
 def _merge_heads(split):
-    from helpers.attention import split_heads
-
     def merge(case):
         x = np.array(split_heads(case.args["x"], case.args["num_heads"]))     # (..., num_heads, n, d_k)
         h, n, d_k = x.shape[-3:]
@@ -208,7 +207,6 @@ def _merge_heads(split):
 
 
 def _multi_head():
-    from helpers.attention import padding_mask
     rng = np.random.default_rng(2030)
 
     def layer(d_model, *lead_n, size=1.0):
@@ -232,6 +230,8 @@ def _multi_head():
              "padding_mask(is_real, num_heads=2) of shape (2, 1, 1, 4), the second sentence 2 real tokens", 2,
              layer(4, 2, 4), np.array(padding_mask(real, num_heads=2))),
         case("random (5, 12)", "random X (5, 12) and W of size about 0.5, num_heads = 3", 3, layer(12, 5, size=0.5)),
+        case("random (2, 6, 8)", "random X (2, 6, 8) (2 sentences), num_heads = 4, mask = causal_mask(6)", 4,
+             layer(8, 2, 6, size=0.7), causal_mask(6)),
     )
 
 
@@ -245,7 +245,6 @@ def _positional():
 
 
 def _softmax_backward():
-    from helpers.attention import softmax
     rng = np.random.default_rng(2032)
 
     def rows(scores, grad):
@@ -277,9 +276,9 @@ split in 2, three heads, one head, one token, a batch, then two of random shapes
 MERGE_HEADS = _merge_heads(SPLIT_HEADS)
 """The inputs of the merge_heads checker: the heads of each split_heads input, ``x`` (..., num_heads, n, d_k)."""
 MULTI_HEAD = _multi_head()
-"""The inputs of the multi_head_attention checker, each unambiguous about its mask: 8 in all (two heads, four
+"""The inputs of the multi_head_attention checker, each unambiguous about its mask: 9 in all (two heads, four
 heads, one head, one token, a causal mask (n, n), a batch of 2 sentences, a padding mask with its head axis
-(B, 1, 1, n), then a random layer of width 12 with 3 heads)."""
+(B, 1, 1, n), then two random layers: width 12 with 3 heads, and a batch of 2 with 4 heads and a causal mask)."""
 POSITIONAL = _positional()
 """The inputs of the positional_encoding checker, named (n, d_model): 6 in all ((4, 4), one position,
 d_model = 2, (3, 6), then two of random sizes)."""

@@ -127,7 +127,7 @@ def _first_difference(piece, run):
     if out.ndim <= 1:
         yours, wanted = fmt_pair(out, expected)
         return f"Its output: yours {yours}, expected {wanted}."
-    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else (0,) * (out.ndim - 1)
     yours, wanted = fmt_pair(out[where], expected[where])
     text = f"First differing row, at [{', '.join(map(str, where))}]: yours {yours}, expected {wanted}."
     block = where[:-1]
