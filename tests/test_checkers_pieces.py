@@ -308,6 +308,10 @@ def backward_passed(weights, grad_weights):
     return grad_weights.copy()
 
 
+def backward_one_row_jacobian(weights, grad_weights):
+    return (np.diag(weights) - np.outer(weights, weights)) @ grad_weights    # right for one row only
+
+
 NAMED = [
     ("split_heads", split_reshape_only, "reshape_without_transpose"), ("split_heads", split_no_swap, "heads_last"),
     ("split_heads", split_interleaved, "interleaved"), ("split_heads", split_fixed_axes, "batch_transpose"),
@@ -328,6 +332,7 @@ NAMED = [
     ("softmax_backward", backward_only_outer, "diag_term_missing"), ("softmax_backward", backward_axis0, "wrong_axis"),
     ("softmax_backward", backward_diagonal, "diagonal_only"), ("softmax_backward", backward_plain_mean, "unweighted_mean"),
     ("softmax_backward", backward_sign, "sign_flipped"), ("softmax_backward", backward_passed, "passed_through"),
+    ("softmax_backward", backward_one_row_jacobian, "one_row_only"),
 ]
 FAULTS = {"split_heads": SPLIT_FAULTS, "merge_heads": MERGE_FAULTS, "multi_head_attention": MULTI_HEAD_FAULTS,
           "positional_encoding": POSITION_FAULTS, "softmax_backward": BACKWARD_FAULTS}

@@ -12,7 +12,8 @@ misconceptions, each one part of that formula done another way:
 (-w (w . g): the w w^T part alone), ``wrong_axis`` (the sum taken down the
 columns), ``diagonal_only``, ``passed_through``, ``sign_flipped`` (the keys
 of notebook 08's SoftmaxGradientExercise for the same mistakes) and
-``unweighted_mean`` (g minus its plain mean).
+``unweighted_mean`` (g minus its plain mean); ``one_row_only`` (the
+Jacobian np.diag(w) - np.outer(w, w) of one row, which fails on a matrix).
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ FAULTS = {
     "sign_flipped": (
         "sign", "Your gradient has the wrong sign: J = diag(w) - w w^T, so it is w * (g - sum w g), not "
         "w * (sum w g - g)."),
+    "one_row_only": (
+        "rows", "Your function works on one row of weights but not on a matrix or a batch: np.diag and np.outer "
+        "take one row (np.outer flattens a matrix). Work row by row with broadcasting: "
+        "w * (g - np.sum(w * g, axis=-1, keepdims=True)) handles any number of rows."),
     "wrong_axis": (
         "axis", "Your sum runs down the columns (axis 0 or -2), across queries. Each query's weights are one "
         "softmax, so sum along the last axis: np.sum(w * g, axis=-1, keepdims=True)."),
@@ -54,6 +59,8 @@ FAULTS = {
 
 def _model(args, faults):
     w, g = args["weights"], args["grad_weights"]
+    if "one_row_only" in faults and w.ndim > 1:
+        return None                                              # numpy refuses the Jacobian of a matrix
     axes = [0, -2] if "wrong_axis" in faults else [-1]
     out = []
     for axis in axes[: w.ndim]:                                  # axis -2 does not exist for one row
