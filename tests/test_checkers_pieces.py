@@ -380,6 +380,10 @@ def test_a_mask_of_any_name_in_the_mask_position_with_default_none_is_read_from_
         return WORKED["attention"](Q, K, V, m)
     assert diagnose(attention_m).correct
 
+    def attention_scale(Q, K, V, scale=None):          # a scale in the mask's place is not taken for the mask
+        return WORKED["attention"](Q * (1.0 if scale is None else scale * np.sqrt(K.shape[-1])), K, V)[0]
+    assert diagnose(attention_scale).mistake == "no_mask_argument"
+
 
 @pytest.mark.parametrize("piece", NEW)
 def test_float16_is_low_precision_with_the_digits_that_differ(piece):
