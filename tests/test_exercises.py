@@ -643,3 +643,20 @@ def test_stored_build_cells_show_the_stubs_not_attempted_yet(path):
                         for out in cell.outputs)
         assert shown.startswith("Not attempted yet"), f"{path.name}:{cell.id}: {shown[:120]!r}"
         assert ".solution()" not in cell.source, f"{path.name}:{cell.id} stores a solution"
+
+
+# ---------------------------------------------------------------- SoftmaxGradientExercise: one key, and a hidden row
+
+def test_the_softmax_gradient_accepts_a_hidden_querys_row_and_names_the_missing_sum_term():
+    from helpers.exercises import SoftmaxGradientExercise
+    from helpers.training import softmax_backward
+    g = np.array([0.5, -1.0, 2.0])
+    hidden = SoftmaxGradientExercise(np.zeros(3), g, ["a", "b", "c"])     # a query with nothing to attend to
+    assert hidden.feedback(np.zeros(3)).correct                              # no score moves it: gradient 0
+    assert hidden.feedback(softmax_backward(np.zeros(3), g)).correct
+    assert not hidden.feedback(g).correct                                    # passed through: not zero
+    w = np.array([0.2, 0.3, 0.5])
+    ex = SoftmaxGradientExercise(w, g, ["a", "b", "c"])
+    assert ex.feedback(w * g).mistake == "missing_sum_term"                  # the key the checker uses too
+    with pytest.raises(ValueError, match="weights must be one row"):
+        SoftmaxGradientExercise(np.array([0.2, 0.2, 0.2]), g, ["a", "b", "c"])
