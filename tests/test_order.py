@@ -350,3 +350,43 @@ def test_permuted_output_exercise_refuses_bad_instructor_input_naming_it(kwargs,
     args = dict(X=RIVER_BANK, W_Q=W_Q_RB, W_K=W_K_RB, W_V=np.eye(2), tokens=TOKENS, order=TOKENS[::-1])
     with pytest.raises(ValueError, match=f"^{name} must"):
         PermutedOutputExercise(**{**args, **kwargs})
+
+
+# ---------------------------------------------------------------- notebook 06's build cell
+
+def test_the_build_cell_of_06_checks_the_workbook_and_stores_not_attempted():
+    import nbformat
+    from helpers.course import NOTEBOOKS_DIR
+    nb = nbformat.read(NOTEBOOKS_DIR / "06_order_and_position.ipynb", as_version=4)
+    setup = next(c for c in nb.cells if c.id == "order-02")
+    assert "%autoreload 2" in setup.source and "import workbook" in setup.source
+    cell = next(c for c in nb.cells if c.cell_type == "code"
+                and c.source.strip() == 'diagnose(workbook.positional_encoding, piece="positional_encoding")')
+    shown = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
+    assert shown.startswith("Not attempted yet"), shown
+    before = nb.cells[nb.cells.index(cell) - 1]
+    assert before.cell_type == "markdown" and before.source.startswith("## Build it: positional_encoding")
+    assert "open `workbook.py`" in before.source.lower() and "**the trap:**" in before.source.lower()
+    # the trap the section names is the checker's key for it (one key per misconception)
+    assert "i / d_model" in before.source
+    from helpers.exercises import diagnose
+
+    def exponent_i_over_d(n, d_model):   # the trap written out: 10000^(i/d) in place of 10000^(2i/d)
+        import numpy as np
+        pos, i = np.arange(n)[:, None], np.arange(d_model // 2)[None, :]
+        angle = pos / 10000.0 ** (i / d_model)
+        pe = np.empty((n, d_model))
+        pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+        return pe
+
+    assert diagnose(exponent_i_over_d, piece="positional_encoding").mistake == "exponent_i_over_d"
+
+
+def test_the_sinusoidal_entry_exercise_uses_the_checkers_keys():
+    # one key per misconception (issue 21): every mistake the exercise names for a formula written wrong
+    # is a key of the positional_encoding checker; angle_only (the angle, not its sine) has no whole-array twin
+    from helpers.exercises import SinusoidalEntryExercise
+    from helpers.exercises.checker_positions import FAULTS
+    keys = set(SinusoidalEntryExercise(pos=10, column=3, d_model=16).mistakes)
+    assert "exponent_i_over_d" in keys and "dropped_2" not in keys
+    assert keys - {"angle_only"} <= set(FAULTS)

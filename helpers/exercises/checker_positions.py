@@ -9,8 +9,9 @@ layout of the columns (``concatenated``: all sines, then all cosines;
 instead of 10000^(2i/d); ``column_as_i`` and ``two_i_plus_one``: the column
 number in place of i or 2i; ``multiplied``: pos times 10000^(2i/d)), the
 unit (``degrees``) and the positions (``positions_from_one``). The keys
-column_as_i, two_i_plus_one, multiplied, sin_cos_swapped and degrees are
-those of notebook 06's SinusoidalEntryExercise for the same mistakes.
+exponent_i_over_d, column_as_i, two_i_plus_one, multiplied, sin_cos_swapped
+and degrees are those of notebook 06's SinusoidalEntryExercise for the same
+mistakes.
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ class SinusoidalEntryExercise(_NumericExercise):
              f"You put the column number {column} in place of i. The i of the formula counts pairs of columns: "
              f"columns 2i and 2i + 1 share it, so column {column} has i = {column} // 2 = {i}.",
              trig(pos / 10000.0 ** (2 * column / d_model))),
-            ("dropped_2",
+            ("exponent_i_over_d",
              f"Your exponent is i / d_model = {i}/{d_model}; the formula's is 2i / d_model = {2 * i}/{d_model}.",
              trig(pos / 10000.0 ** (i / d_model))),
             ("two_i_plus_one",
