@@ -390,3 +390,27 @@ def test_the_sinusoidal_entry_exercise_uses_the_checkers_keys():
     keys = set(SinusoidalEntryExercise(pos=10, column=3, d_model=16).mistakes)
     assert "exponent_i_over_d" in keys and "dropped_2" not in keys
     assert keys - {"angle_only"} <= set(FAULTS)
+
+
+def test_06s_sum_of_three_vectors_is_the_real_models_input():
+    # Notebook 06 (cell order-32) says MiniLM's input is word + position + segment, then LayerNorm: the
+    # LayerNorm of that sum, written here by hand (BERT's, eps from the config), is the model's layer-0
+    # hidden state; leaving the segment vector out (issue 22, old c31) gives another input.
+    import numpy as np
+    from helpers.real_model import load_minilm
+    model = load_minilm()
+    run = model.run("The bank by the river was steep.")
+    ids = model.tokenize("The bank by the river was steep.")[1]
+    gamma, beta = model.embeddings_ln
+
+    def layer_norm(x):
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + model.eps) * gamma + beta
+
+    word, position = model.word_embeddings[ids].astype(float), model.position_embeddings[:len(ids)]
+    segment = model.token_type_embeddings[0]
+    assert np.allclose(layer_norm(word + position + segment), run.hidden_states[0], atol=1e-6)
+    assert not np.allclose(layer_norm(word + position), run.hidden_states[0], atol=1e-3)
+    # "as long as a position vector": within the range of positions 1-63
+    lengths = np.linalg.norm(model.position_embeddings[1:64], axis=1)
+    assert lengths.min() <= np.linalg.norm(segment) + 0.05 and np.linalg.norm(segment) <= lengths.max() + 0.05
