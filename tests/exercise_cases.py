@@ -379,6 +379,15 @@ CASES = {
             ("granularity", "answer = [-0.9998, 0.02]", "entry [0]"),
             ("not_numbers", "answer = '-0.9998'", "Remove the quotes"),
         ],
+        "ex_causal_order": [
+            (None, "answer = 'c'"),
+            (None, "answer = ' (C) '"),
+            ("not_attempted", "answer = ..."),
+            ("chose_a", "answer = 'a'", "That is equivariance"),
+            ("chose_b", "answer = 'b'", "does not read the whole sentence"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_a_choice", "answer = 2"),
+        ],
     },
     "07_limits.ipynb": {
         "ex_hull": [

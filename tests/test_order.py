@@ -414,3 +414,33 @@ def test_06s_sum_of_three_vectors_is_the_real_models_input():
     # "as long as a position vector": within the range of positions 1-63
     lengths = np.linalg.norm(model.position_embeddings[1:64], axis=1)
     assert lengths.min() <= np.linalg.norm(segment) + 0.05 and np.linalg.norm(segment) <= lengths.max() + 0.05
+
+
+def test_the_causal_order_exercise_measures_which_words_keep_their_outputs():
+    # By hand: with the causal mask, swapping the last two words leaves the words up to 'the' and 'river'
+    # as they were ({the}, {the, river}), so those two keep their outputs; 'flooded' (now reading
+    # the, river, flooded) and 'bank' (now reading all four) read other sets of words.
+    import numpy as np
+    import pytest
+    from helpers.examples import load_example
+    from helpers.exercises import CausalOrderExercise
+    ex = load_example("river_bank")
+    args = (ex.X, ex.W_Q, ex.W_K, ex.W_V, ex.tokens)
+    q = CausalOrderExercise(*args, ["the", "river", "flooded", "bank"])
+    assert q.answer == "c" and q.OPTIONS["c"].startswith("'the' and 'river' keep theirs")
+    assert q.feedback("a").mistake == "chose_a" and q.feedback("b").mistake == "chose_b"
+    assert q.feedback("c").correct
+    # the right claim follows the inputs: swapping the first two words keeps 'bank' and 'flooded'
+    assert CausalOrderExercise(*args, ["river", "the", "bank", "flooded"]).OPTIONS["c"].startswith(
+        "'bank' and 'flooded' keep theirs")
+    for order in (["the", "river", "bank", "flooded"],      # nothing moved: every word keeps its output
+                  ["flooded", "bank", "river", "the"],      # reversed: no word reads the same set
+                  ["the", "river", "bank"]):                # not the same tokens
+        with pytest.raises(ValueError, match="order"):
+            CausalOrderExercise(*args, order)
+    # a wrong layer would fail: with no mask every word keeps its output (the claim of option a)
+    from helpers.attention import scaled_dot_product_attention
+    X = ex.X[[0, 1, 3, 2]]
+    out = scaled_dot_product_attention(X @ ex.W_Q, X @ ex.W_K, X @ ex.W_V)[0]
+    full = scaled_dot_product_attention(ex.X @ ex.W_Q, ex.X @ ex.W_K, ex.X @ ex.W_V)[0]
+    assert np.allclose(out, full[[0, 1, 3, 2]])

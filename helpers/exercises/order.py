@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.attention import scaled_dot_product_attention
+from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.exercises.base import ChoiceExercise, _Names, _NumericExercise, _code, _index, _matrix
 from helpers.exercises.feedback import EXACT_ATOL, _comment, _fmt
 from helpers.hull import convex_weights, edge_beyond, hull_position
@@ -13,6 +13,7 @@ from helpers.positions import sinusoidal_positional_encoding
 
 __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
+    "CausalOrderExercise",
 ]
 
 
@@ -144,6 +145,66 @@ class SinusoidalEntryExercise(_NumericExercise):
             (f"answer = np.{name}(my_angle)", f"{name}({_fmt(angle)}) = {float(self.expected):.4f}"),
         ])
         self.correct_note = f"PE[{pos}, {column}] = {name}({_fmt(angle)}) = {float(self.expected):.4f}."
+
+
+class CausalOrderExercise(ChoiceExercise):
+    """Which words keep their output when a causally masked sentence is reordered? Three claims, one right.
+
+    X: (n, d_model); W_Q, W_K: (d_model, d_k); W_V: (d_model, d_v); tokens:
+    the n distinct tokens in their first order; order: the same tokens in a
+    new order. The right claim is measured, not stored: one layer of
+    self-attention with the causal mask (no positions) runs on both orders,
+    and a word keeps its output when its two output rows agree. With the
+    mask, a word's output depends on the set of words up to it, not on their
+    order; the wrong claims are two named misconceptions (``chose_a``: the
+    layer is still equivariant; ``chose_b``: the words that moved keep
+    theirs, as if a word read the whole sentence's set). Raises ValueError
+    when the new order cannot tell the claims apart (no word kept, every
+    word kept, or the kept words are those that moved).
+    """
+
+    def __init__(self, X, W_Q, W_K, W_V, tokens, order):
+        X, W_Q, W_K, W_V = (_matrix(m, name) for m, name in ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
+        tokens, order = [str(t) for t in tokens], [str(t) for t in order]
+        if len(tokens) != X.shape[0] or len(set(tokens)) != len(tokens):
+            raise ValueError(f"tokens must name the {X.shape[0]} rows of X, each once; got {tokens}")
+        if sorted(order) != sorted(tokens):
+            raise ValueError(f"order must hold each of the tokens {tokens} exactly once; got {order}")
+        perm = [tokens.index(t) for t in order]
+        mask = causal_mask(len(tokens))
+
+        def outputs(rows):
+            return scaled_dot_product_attention(rows @ W_Q, rows @ W_K, rows @ W_V, mask=mask)[0]
+
+        before, after = outputs(X), outputs(X[perm])
+        kept = [t for i, t in enumerate(order) if np.allclose(after[i], before[tokens.index(t)])]
+        moved = [t for i, t in enumerate(order) if tokens.index(t) != i]
+        changed = [t for t in order if t not in kept]
+        if not kept or not changed or sorted(kept) == sorted(moved):
+            raise ValueError(f"order {order} cannot tell the claims apart: the words that keep their outputs "
+                             f"are {kept}; choose an order where some, not all, keep them, and not those that moved")
+
+        def words(ts):
+            return " and ".join(f"'{t}'" for t in ts)
+
+        def reads(t):   # the words up to t, in the new order
+            return ", ".join(order[:order.index(t) + 1])
+
+        c = changed[0]
+        super().__init__(
+            question=(f"Causal mask, no positions: '{' '.join(tokens)}' becomes '{' '.join(order)}'. "
+                      "Which claim holds for one layer's outputs?"),
+            options={"a": "every word keeps its output",
+                     "b": f"{words(moved)}, which moved, keep theirs",
+                     "c": f"{words(kept)} keep theirs, the others change"},
+            answer="c",
+            why={"a": (f"That is equivariance, which holds without a mask. With it, a word reads only the words "
+                       f"up to it: '{c}' now reads {reads(c)}."),
+                 "b": ("A word does not read the whole sentence: it reads the words up to it. The words that "
+                       f"moved read another set now ('{c}': {reads(c)})."),
+                 "c": (f"{words(kept)} read the same words as before, so their outputs stay; {words(changed)} "
+                       "read another set. One layer sees the set of words up to a word, not their order.")},
+            hint="List, for each word, the words it may read in each order. Same set, same output.")
 
 
 def _pair(v):
