@@ -228,12 +228,43 @@ class SourceAudit:
         self.source, self.table_at = source, table_at
         self.records = []
 
+    def record(self, ours, published, labels=None, extra=2):
+        """Record a comparison for ``summary`` and ``table`` without printing; returns where ours matches.
+
+        Shapes and labels are checked now (ValueError naming the argument), not at the end.
+        """
+        _check_compare_args(published, extra)
+        _compare_lines(ours, published, labels, extra)
+        self.records.append((np.array(ours, dtype=float), published, labels, extra))
+        return np.ravel(matches(ours, published))
+
+    def summary(self):
+        """Print the one line the main path keeps: how many published numbers are reproduced.
+
+        "all N numbers published by source 003 are reproduced; M differ only by
+        the source's rounding, listed in <table_at>", counted entry by entry over the
+        recorded comparisons; a number that differs with no note explaining it
+        is counted and named instead. Returns (N, rounded, unexplained).
+        """
+        total = rounded = 0
+        unexplained = []
+        for ours, published, _, _ in self.records:
+            ok = np.ravel(matches(ours, published))
+            total += ok.size
+            if published.rounded_inputs:
+                rounded += int(ok.size - ok.sum())
+            elif not ok.all():
+                unexplained.append(published.name)
+        line = (f"{'all ' if not unexplained else ''}{total} numbers published by {self.source} are "
+                f"{'reproduced' if not unexplained else 'compared'}; {rounded} differ{'s' if rounded == 1 else ''} only by the source's rounding")
+        if unexplained:
+            line += f"; unexplained differences in {', '.join(unexplained)}"
+        print(line + f", listed in {self.table_at}")
+        return total, rounded, len(unexplained)
+
     def check(self, ours, published, labels=None, extra=2):
         """Print one line: does ``ours`` match ``published`` to its rounding? Records it for ``table``."""
-        _check_compare_args(published, extra)
-        _compare_lines(ours, published, labels, extra)          # checks shapes and labels now, not at the end
-        ok = np.ravel(matches(ours, published))
-        self.records.append((np.array(ours, dtype=float), published, labels, extra))
+        ok = self.record(ours, published, labels, extra)
         if ok.all():
             count = {1: "matches", 2: "both values match"}.get(ok.size, f"all {ok.size} values match")
             print(f"{published.name}: {count} {self.source} to its rounding")

@@ -45,6 +45,7 @@ below imports this package):
     runner.py       what every function checker shares: the safe call, the signature, the verdicts
     battery.py      the inputs each piece is run on
     checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
+    predictions.py  notebooks 02-03: predict what attention does (choice exercises with named wrong answers)
     solutions.py    the worked solution of each piece, and the workbook's stubs
 
 Every public name is re-exported here: ``from helpers.exercises import X``.
@@ -60,6 +61,7 @@ from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExer
 from helpers.exercises.masks_heads import MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
+from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
     DkPredictionExercise,
@@ -79,4 +81,5 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
+    "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
 ]
