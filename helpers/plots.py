@@ -898,7 +898,7 @@ def size_histograms(samples, floor, xlabel="size of dL/dq", title="", bins=24):
             parts.append(f"{name}: median {np.median(arrays[name]):.3g}, "
                          f"{np.mean(arrays[name] < f):.0%} below {f:.2g}")
         ax.axvline(f, color="0.3", linestyle=":", linewidth=1.2)
-        ax.annotate("almost\nnothing ", xy=(f, 0.97), xycoords=("data", "axes fraction"), ha="right", va="top",
+        ax.annotate(" \u2190 almost nothing", xy=(f, 0.97), xycoords=("data", "axes fraction"), ha="left", va="top",
                     fontsize=7, color="0.25")
         ax.set_xscale("log")
         ax.set_title(panel, fontsize=10)
@@ -906,7 +906,7 @@ def size_histograms(samples, floor, xlabel="size of dL/dq", title="", bins=24):
         ax.grid(alpha=0.3)
         said.append(f"{panel}: " + "; ".join(parts))
     axes[0][0].set_ylabel("share of rows")
-    axes[0][0].legend(fontsize=8, loc="upper left")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=8, loc="outside right upper")
     if title:
         fig.suptitle(title, fontsize=11)
     describe(fig, (f"'{title}': " if title else "") + f"histograms of {xlabel} (logarithmic axis), one panel per "
