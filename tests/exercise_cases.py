@@ -122,6 +122,8 @@ PHRASES = {
     "itself": "scores its own key",
     "variance_for_spread": "is how the variance grows",
     "no_growth": "happens with the division by sqrt(d_k)",
+    "order_kept": "their order stays",
+    "other_word_wins": "must get the most",
     "chose_both": "Not quite",
     "chose_neither": "Not quite",
 }
@@ -350,6 +352,17 @@ CASES = {
             ("itself", "answer = 'bank'"),
             ("not_a_choice", "answer = 'river'", "Answer with one of"),
             ("not_a_choice", "answer = 3"),
+        ],
+        "ex_design": [
+            (None, "answer = np.array([[1.0, 0.0], [0.0, -1.0]])", "The 0.768"),   # u = W_K q = (1, -3)
+            (None, "answer = [[0, 0], [-0.4, -1.2]]"),
+            ("not_attempted", "answer = ..."),
+            ("order_kept", "answer = 3 * W_K", "3 times the old one"),
+            ("itself", "answer = -W_K"),
+            ("other_word_wins", "answer = W_K.T", "river 0.99"),
+            ("shape", "answer = W_K[0]", "2 x 2"),
+            ("not_numbers", "answer = 'W_K'"),
+            ("nan_inf", "answer = W_K * np.nan"),
         ],
     },
     "06_order.ipynb": {

@@ -318,6 +318,8 @@ def _state(ex):
         return (ex.answer, ex.table, ex.solution_text)
     if isinstance(ex, ChoiceExercise):
         return (ex.answer, ex.OPTIONS, ex.why, ex.question_text, ex.solution_text)
+    if not isinstance(ex, _NumericExercise):      # a design exercise: checked by a property of the answer
+        return (ex.hint_text, ex.solution_text)
     return (ex.expected.tolist(), [(k, m, v.tolist()) for k, m, v in ex._variants], ex.hint_text, ex.solution_text)
 
 

@@ -102,3 +102,53 @@ def test_odd_answers_get_feedback_not_a_traceback(answer):
     for ex in (LeanOnExercise(X, W_Q, W_K, TOKENS), SpreadGrowthExercise(),
                SaturatedRowExercise({"A": ([6.0, 0.0], 4), "B": ([1.0, 0.0], 4)})):
         assert not ex.feedback(answer).correct
+
+
+# ------------------------------------------------------------ designing W_K (notebook 02, exercise 5)
+
+from helpers.examples import load_example  # noqa: E402
+from helpers.exercises import KeyDesignExercise  # noqa: E402
+
+RIVER = load_example("bank_river")
+
+
+def _design(**kw):
+    return KeyDesignExercise(RIVER.X, RIVER.W_Q, RIVER.W_K, list(RIVER.tokens), **{"query": "bank", "target": "The", **kw})
+
+
+def test_any_w_k_that_makes_bank_read_the_is_right_and_the_solution_is_one():
+    ex = _design()
+    # By hand: W_K = [[1, 0], [0, -1]] gives W_K q = (1, -3); scores x . (1, -3) = 1, -3, -1 for The, bank, river.
+    assert ex.feedback(np.array([[1.0, 0.0], [0.0, -1.0]])).correct
+    namespace = {"np": np}
+    exec(ex.solution().text, namespace)
+    assert ex.feedback(namespace["answer"]).correct
+    assert not ex.feedback(RIVER.W_K).correct                 # today's W_K: river wins
+
+
+@pytest.mark.parametrize("c", [0.5, 3.0, 100.0])
+def test_a_rescaled_w_k_keeps_the_order_and_is_named(c):
+    assert _design().feedback(c * RIVER.W_K).mistake == "order_kept"
+
+
+def test_the_other_wrong_designs_are_named():
+    ex = _design()
+    assert ex.feedback(-RIVER.W_K).mistake == "itself"       # scores -4, -2, -10: bank's own key is highest
+    assert ex.feedback(RIVER.W_K.T).mistake == "other_word_wins"
+    assert ex.feedback(np.zeros((2, 2))).mistake == "other_word_wins"   # a tie is not a win
+    assert ex.feedback(np.ones(2)).mistake == "shape"
+
+
+def test_key_design_refuses_an_instructors_impossible_or_empty_task():
+    with pytest.raises(ValueError, match="already gets the largest weight"):
+        _design(target="river")
+    with pytest.raises(ValueError, match="target must be another word"):
+        _design(target="bank")
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])        # c lies between a and b: c . u is their mean
+    with pytest.raises(ValueError, match="no W_K was found"):
+        KeyDesignExercise(X, np.eye(2), np.eye(2), ["a", "b", "c"], query="a", target="c")
+
+
+@pytest.mark.parametrize("answer", [None, 3.5, [[1, 2], [3]], object(), "W_K", np.full((2, 2), np.inf), [[None, 1], [2, 3]]])
+def test_odd_designs_get_feedback_not_a_traceback(answer):
+    assert not _design().feedback(answer).correct

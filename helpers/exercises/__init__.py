@@ -61,7 +61,7 @@ from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExer
 from helpers.exercises.masks_heads import MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
-from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
+from helpers.exercises.predictions import KeyDesignExercise, LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
     DkPredictionExercise,
@@ -81,5 +81,5 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
-    "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
+    "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise", "KeyDesignExercise",
 ]
