@@ -11,6 +11,7 @@ types them into the notebooks' cells and runs them in a fresh kernel.
 
 import contextlib
 import io
+import sys
 
 import nbformat
 
@@ -125,6 +126,17 @@ PHRASES = {
     "keys_given": "the keys themselves",
     "still_prefers": "still prefers",
     "chose_d": "cannot tell you that",
+    # notebooks 02-03, exercises of understanding (issue 21, sec. 4)
+    "longest_key": "has the longest key",
+    "direction_only": "points most nearly along",
+    "similar_vector": "is the most like",
+    "itself": "scores its own key",
+    "variance_for_spread": "is how the variance grows",
+    "no_growth": "happens with the division by sqrt(d_k)",
+    "order_kept": "their order stays",
+    "other_word_wins": "must get the most",
+    "chose_both": "Not quite",
+    "chose_neither": "Not quite",
 }
 
 # The named mistakes of issue 3, and the keys that name them.
@@ -336,14 +348,27 @@ CASES = {
             ("raw_scores", _THREE + "\nanswer = Q @ K.T"),
             ("rounded", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = np.round(e / e.sum(axis=1, keepdims=True), 2)"),
         ],
-        "ex_predict": [
-            (None, "answer = 'a'"),
-            (None, "answer = '(A)'"),
+        "ex_lean": [
+            (None, "answer = 'canal'"),
+            (None, "answer = ' Canal '"),
             ("not_attempted", "answer = ..."),
-            ("chose_b", "answer = 'b'"),
-            ("chose_c", "answer = 'c'"),
-            ("not_a_choice", "answer = 'd'"),
-            ("not_a_choice", "answer = 1"),
+            ("longest_key", "answer = 'flooded'", "score = |q| x |k| x cos"),
+            ("direction_only", "answer = 'The'", "it is short"),
+            ("similar_vector", "answer = 'near'", "x W_Q against x W_K"),
+            ("itself", "answer = 'bank'"),
+            ("not_a_choice", "answer = 'river'", "Answer with one of"),
+            ("not_a_choice", "answer = 3"),
+        ],
+        "ex_design": [
+            (None, "answer = np.array([[1.0, 0.0], [0.0, -1.0]])", "The 0.768"),   # u = W_K q = (1, -3)
+            (None, "answer = [[0, 0], [-0.4, -1.2]]"),
+            ("not_attempted", "answer = ..."),
+            ("order_kept", "answer = 3 * W_K", "3 times the old one"),
+            ("itself", "answer = -W_K"),
+            ("other_word_wins", "answer = W_K.T", "river 0.99"),
+            ("shape", "answer = W_K[0]", "2 x 2"),
+            ("not_numbers", "answer = 'W_K'"),
+            ("nan_inf", "answer = W_K * np.nan"),
         ],
     },
     "06_order_and_position.ipynb": {
@@ -436,12 +461,22 @@ CASES = {
             ("shape", "answer = [256]", "The numbers are right"),
             ("not_numbers", "answer = '256'"),
         ],
-        "ex_predict": [
-            (None, "answer = 'c'"),
+        "ex_spread": [
+            (None, "answer = 'a'"),
+            (None, "answer = '(a)'"),
             ("not_attempted", "answer = ..."),
-            ("chose_a", "answer = 'a'", "spread of the scores stays about the same"),
-            ("chose_b", "answer = 'b'", "keep the same spread"),
+            ("variance_for_spread", "answer = 'b'", "square root"),
+            ("no_growth", "answer = 'c'"),
             ("not_a_choice", "answer = 'd'"),
+        ],
+        "ex_saturate": [
+            (None, "answer = 'b'"),
+            (None, "answer = 'B'"),
+            ("not_attempted", "answer = ..."),
+            ("no_scaling", "answer = 'a'", "row A 0.527, row B 0.992"),
+            ("chose_both", "answer = 'both'"),
+            ("chose_neither", "answer = 'neither'"),
+            ("not_a_choice", "answer = 'c'"),
         ],
     },
     "04_masking.ipynb": {
@@ -570,7 +605,7 @@ def run_in_process(path, replace=None, printed=None):
         if cell.cell_type == "code":
             source = replace.get(cell.id, cell.source)
             # IPython's line magics (%autoreload) are not Python: the kernel runs them, this process skips them
-            source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
+            source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 exec(compile(source, f"{path.name}:{cell.id}", "exec"), namespace)
             if printed is not None:

@@ -46,6 +46,7 @@ below imports this package):
     battery.py      the inputs each piece is run on
     checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
                     tiling (notebook 08: the online-softmax step, tiled attention, the KV-cache step)
+    predictions.py  notebooks 02-03: predict what attention does (choice exercises with named wrong answers)
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       run_with_your_attention: your attention inside the real model, judged
     key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
@@ -64,6 +65,7 @@ from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExer
 from helpers.exercises.masks_heads import MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
+from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
     DkPredictionExercise,
@@ -87,6 +89,7 @@ __all__ = [
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",
+    "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict")
