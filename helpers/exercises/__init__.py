@@ -48,6 +48,7 @@ below imports this package):
                     tiling (notebook 08: the online-softmax step, tiled attention, the KV-cache step)
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       run_with_your_attention: your attention inside the real model, judged
+    limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
 first use, so that importing the exercises does not load the real model's libraries).
@@ -60,6 +61,7 @@ from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, 
 from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
+from helpers.exercises.limits import LayoutExercise
 from helpers.exercises.masks_heads import MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
@@ -83,6 +85,7 @@ __all__ = [
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
     "run_with_your_attention", "ModelVerdict",
+    "LayoutExercise",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict")
