@@ -12,6 +12,7 @@ after the misconception that leads to it: the feedback key is that name, not
 from __future__ import annotations
 
 import numbers
+import textwrap
 
 import numpy as np
 
@@ -150,8 +151,8 @@ class LayoutExercise(_NamedChoice):
         options = {
             "a": "attention: X <- attention(X)",
             "b": "attention + skip: X <- X + attention(X)",
-            "c": "post-LN: LayerNorm after each addition, as in the real model",
-            "d": "pre-LN: LayerNorm only on the branch's input, the stream never normalised",
+            "c": "post-LN: LayerNorm after each addition (the real model)",
+            "d": "pre-LN: LayerNorm on each branch's input only",
         }
         self.settings = dict(num_layers=num_layers, scale=scale, num_heads=int(num_heads), seeds=seeds, keep=keep)
         super().__init__(
@@ -165,6 +166,12 @@ class LayoutExercise(_NamedChoice):
         table = "\n".join(f"({letter_of[layout]}) {layout:17} lowest final residual {_show(r)}"
                           for layout, r in self.lowest.items())
         self.solution_text += "\n" + _comment("\nMeasured:\n" + table)
+
+    def question(self):
+        """Print the question, wrapped narrow enough for a projector, and the options."""
+        print("\n".join(textwrap.wrap(self.question_text, 72)))
+        for key, text in self.OPTIONS.items():
+            print(f"  ({key}) {text}")
 
     def _key_of(self, answer):
         """A letter as any choice is read, or a layout's own name ('pre-LN', 'post-ln', 'attention + skip')."""
