@@ -137,6 +137,11 @@ PHRASES = {
     "other_word_wins": "must get the most",
     "chose_both": "Not quite",
     "chose_neither": "Not quite",
+    # notebook 07's layout exercise (issue 21 sec. 4)
+    "fresh_weights_separate": "Each layer draws fresh weights",
+    "skip_guarantees": "their bound no longer forces a collapse",
+    "layer_norm_keeps_apart": "LayerNorm resets each token's size",
+    "pre_ln_always_holds": "that was not enough",
 }
 
 # The named mistakes of issue 3, and the keys that name them.
@@ -415,6 +420,17 @@ CASES = {
             ("chose_yes", "answer = True"),
             ("not_a_choice", "answer = 'maybe'", "'yes' or 'no'"),
             ("not_a_choice", "answer = 0.5"),
+        ],
+        "ex_layout": [
+            (None, "answer = 'd'"),
+            (None, "answer = '(D)'", "never normalised"),
+            ("fresh_weights_separate", "answer = 'a'", "inside their hull"),
+            ("skip_guarantees", "answer = 'b'", "not a promise"),
+            ("layer_norm_keeps_apart", "answer = 'c'", "because it was trained"),
+            ("not_a_choice", "answer = 'e'", "'a', 'b', 'c' or 'd'"),
+            (None, "answer = 'pre-LN'"),
+            ("layer_norm_keeps_apart", "answer = 'post-ln'"),
+            ("not_attempted", "answer = ..."),
         ],
     },
     "09_learning.ipynb": {

@@ -50,6 +50,7 @@ below imports this package):
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       run_with_your_attention: your attention inside the real model, judged
     key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
+    limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
 first use, so that importing the exercises does not load the real model's libraries).
@@ -62,6 +63,7 @@ from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, 
 from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
+from helpers.exercises.limits import LayoutExercise
 from helpers.exercises.masks_heads import MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
@@ -90,6 +92,7 @@ __all__ = [
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",
     "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
+    "LayoutExercise",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict")
