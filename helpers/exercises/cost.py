@@ -111,9 +111,8 @@ class OnlineSoftmaxStepExercise(_NumericExercise):
         self._set_variants([v for v in variants if v[2] is not None])
         names = _Names(names, {"running_max": "running_max", "running_sum": "running_sum", "block_scores": "block_scores"})
         mn, ln, sn = names["running_max"], names["running_sum"], names["block_scores"]
-        self.hint_text = ("First the new maximum m': the larger of the old m and the block's largest score. The old "
-                          "sum was measured against m, so it gets the factor exp(m - m'). Then add exp(score - m') "
-                          "for each score of the block.")
+        self.hint_text = ("The new maximum m' is the larger of m and the block's largest score. The old sum was "
+                          "measured against m: multiply it by exp(m - m'), then add exp(score - m') per score.")
         self.solution_text = _code([
             (f"my_m = max({mn}, max({sn}))", _fmt(new)),
             (f"my_l = np.exp({mn} - my_m) * {ln} + np.exp(np.asarray({sn}) - my_m).sum()",
@@ -160,8 +159,7 @@ class KVCacheSizeExercise(_NumericExercise):
              total * 4),
         ]
         self._set_variants([(k, m, float(v)) for k, m, v in variants if v is not None])
-        self.hint_text = ("One token in one head of one layer adds a key of d_k numbers and a value of d_v = d_k "
-                          "numbers. Multiply by the tokens, the heads and the layers.")
+        self.hint_text = "Each token leaves a key of d_k and a value of d_v = d_k numbers, per head, per layer."
         self.solution_text = _code([(f"my_per_token = 2 * {d}", "a key and a value of d_k numbers each"),
                                     (f"answer = my_per_token * {H} * {L} * {n}", f"{total:,} numbers")])
         self.correct_note = (f"{total:,} numbers: {total * 8 / 2**20:.1f} MiB in float64, "
