@@ -1,4 +1,4 @@
-"""Exercises of notebook 08: counting dot products, one online-softmax step, the size of a KV cache."""
+"""Exercises of notebook 08: one online-softmax step, the size of a KV cache; and counting dot products (for instructors)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ class AttentionCountExercise(_NumericExercise):
 
     n: tokens; num_heads: heads per layer; num_layers: layers. Every head of
     every layer scores each of the n queries against each of the n keys
-    (no mask, as in an encoder). The answer is one whole number.
+    (no mask, as in an encoder). The answer is one whole number. Notebook 08
+    counts this in its section 1 and no longer asks it; the exercise stays for
+    instructors who want it (tests/test_tiling_exercises.py checks it).
     """
 
     def __init__(self, n, num_heads=1, num_layers=1):
