@@ -206,3 +206,15 @@ def test_each_reason_for_the_encoder_gets_its_own_feedback(answer):
 def test_no_answer_makes_the_encoder_checker_raise(answer):
     feedback = NS["ex_encoder"].feedback(answer)
     assert feedback.text and feedback.correct in (True, False)
+
+
+@pytest.mark.parametrize("changed, pattern", [
+    ({"encoder": [False, True]}, "changed must be"),
+    ({"encoder": [False, True], "decoder": [False, "no"]}, "changed must be"),
+    ({"encoder": [True, True], "decoder": [False, False]}, "layer-1 keys"),    # layer 1's keys cannot move
+    ({"encoder": [False, False], "decoder": [False, False]}, "layer-2 keys changed"),
+])
+def test_a_measurement_that_shows_something_else_is_refused_by_name(changed, pattern):
+    from helpers.exercises import EncoderCacheExercise
+    with pytest.raises(ValueError, match=pattern):
+        EncoderCacheExercise(changed)

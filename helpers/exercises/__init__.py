@@ -74,6 +74,7 @@ from helpers.exercises.weights import (
     SoftmaxRowExercise,
 )
 from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
+from helpers.exercises.cost import EncoderCacheExercise
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
@@ -87,6 +88,7 @@ __all__ = [
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",
+    "EncoderCacheExercise",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict")
