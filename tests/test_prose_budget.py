@@ -39,7 +39,6 @@ NOT_YET_REWRITTEN = {
     for name in (
         "05_multi_head.ipynb",
         "06_order_and_position.ipynb",
-        "08_cost_and_tiling.ipynb",
         "09_learning.ipynb",
         "11_real_model.ipynb",
     )

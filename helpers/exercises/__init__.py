@@ -78,6 +78,7 @@ from helpers.exercises.weights import (
     SoftmaxRowExercise,
 )
 from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
+from helpers.exercises.cost import EncoderCacheExercise
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
@@ -93,6 +94,7 @@ __all__ = [
     "KeyDesignExercise", "HeatmapClaimExercise",
     "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
     "LayoutExercise",
+    "EncoderCacheExercise",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict")
