@@ -82,10 +82,10 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
-    "run_with_your_attention", "ModelVerdict",
+    "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict",
 ]
 
-_FINALE = ("run_with_your_attention", "ModelVerdict")
+_FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict")
 
 
 def __getattr__(name):
