@@ -554,19 +554,28 @@ def run_in_process(path, replace=None, printed=None):
 
     replace: {cell id: source} to run instead of those cells' own source.
     printed: a dict to fill with {cell id: what the cell printed}.
+    Line magics (the build sections' %load_ext autoreload, %autoreload 2) are the kernel's, not Python:
+    they are left out. The notebook's folder is on sys.path, as it is for the kernel, so that
+    ``import workbook`` finds the workbook's stubs.
     """
+    import sys
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     nb = nbformat.read(path, as_version=4)
     replace = replace or {}
     namespace = {"__name__": "__notebook__"}
     for cell in nb.cells:
         if cell.cell_type == "code":
+            source = replace.get(cell.id, cell.source)
+            source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
             with contextlib.redirect_stdout(io.StringIO()) as out:
-                exec(compile(replace.get(cell.id, cell.source), f"{path.name}:{cell.id}", "exec"), namespace)
+                exec(compile(source, f"{path.name}:{cell.id}", "exec"), namespace)
             if printed is not None:
                 printed[cell.id] = out.getvalue()
     plt.close("all")

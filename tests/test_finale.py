@@ -209,3 +209,12 @@ def test_embedding_vectors_are_hidden_states_0(model):
     assert np.array_equal(model.embedding_vectors(out.ids), out.hidden_states[0])
     with pytest.raises(ValueError, match="ids must"):
         model.embedding_vectors(np.array([0.5]))
+
+
+def test_the_heatmap_claims_exercise_names_each_wrong_claim():
+    from helpers.exercises.finale import heatmap_claims
+    ex = heatmap_claims(0, 4, weight=0.718, weight_in_mixed=0.719, key_rank=3, apart=0.8874, off=0.9067)
+    assert ex.feedback("c").correct
+    for key, words in (("a", "evidence, not explanation"), ("b", "number 3 by length"), ("d", "far from 1")):
+        f = ex.feedback(key)
+        assert not f.correct and f.mistake == f"chose_{key}" and words in f.text

@@ -47,7 +47,8 @@ below imports this package):
     checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
                     tiling (notebook 08: the online-softmax step, tiled attention, the KV-cache step)
     solutions.py    the worked solution of each piece, and the workbook's stubs
-    finale.py       run_with_your_attention: your attention inside the real model, judged
+    finale.py       notebook 11: run_with_your_attention (your attention inside the real model, judged),
+                    check_your_block (your encoder block), heatmap_claims (its exercise of understanding)
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
 first use, so that importing the exercises does not load the real model's libraries).
@@ -82,10 +83,10 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
-    "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict",
+    "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims",
 ]
 
-_FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict")
+_FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims")
 
 
 def __getattr__(name):

@@ -35,13 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from helpers.exercises.base import ChoiceExercise
 from helpers.exercises.diagnose import diagnose
 from helpers.exercises.feedback import Feedback
 from helpers.exercises.runner import call, fn_name, matches, parameter, raised_words, safe_str, side_by_side
 from helpers.real_model import _layer_norm, gelu, load_minilm
 
 __all__ = ["ModelVerdict", "run_with_your_attention", "SENTENCES", "BOUNDS", "BlockVerdict", "check_your_block",
-           "BLOCK_FAULTS"]
+           "BLOCK_FAULTS", "heatmap_claims"]
 
 #: the two senses of "bank" of notebook 02 (source 003), as the real-model notebook runs them
 SENTENCES = ("The bank by the river was steep.", "The bank raised its interest rate.")
@@ -385,3 +386,42 @@ def check_your_block(fn, model=None, time_limit=10.0):
     lines.append(f"Padded with {PADDED_TO - n} [PAD] tokens, with the padding mask: the same embedding, "
                  f"{_bound_words(_bound(pad_gap))}. Every layer of the model's forward pass is now yours.")
     return BlockVerdict(True, None, "\n".join(lines), bound_layer, bound_model)
+
+
+# --------------------------------------------------------------------------
+# Notebook 11's exercise of understanding: what a row of weights supports
+# --------------------------------------------------------------------------
+
+def heatmap_claims(layer, head, weight, weight_in_mixed, key_rank, apart, off):
+    """Which of four claims one row of attention weights supports (weights are evidence, not explanation).
+
+    The notebook passes what its cells measured, so the feedback quotes them:
+    layer, head: the head (counted from 0); weight: bank's weight on river there;
+    weight_in_mixed: the same in "The bank by the river raised its interest rate.";
+    key_rank: river's key's place by length among the keys; apart, off: the two
+    banks' cosine with nothing switched off and with this head off.
+    Returns a :class:`~helpers.exercises.ChoiceExercise` whose right answer is
+    "c" (the softmax keeps the order of the scores: the largest weight is the
+    largest score); the wrong ones are the claims the row alone cannot carry
+    (Jain & Wallace 2019; Wiegreffe & Pinter 2019).
+    """
+
+    return ChoiceExercise(
+        f"Layer {layer} head {head} gives {weight:.2f} of bank's weight to river. "
+        "Which claim does this row alone support?",
+        {"a": "The head has worked out that this bank is a river bank.",
+         "b": "River's key is long, so every query leans on river.",
+         "c": "In this head, bank's query scores river's key higher than any other key.",
+         "d": "Switching the head off would make the two banks' vectors the same."},
+        answer="c",
+        why={"a": "A weight is evidence, not explanation: bank's query in layer 0 is the same in both sentences, "
+                  "and in 'The bank by the river raised its interest rate.' the head still sends "
+                  f"{weight_in_mixed:.2f} to river (section 6).",
+             "b": "The row alone cannot say why: that needs the keys' lengths and the other queries' rows. Here "
+                  f"river's key is number {key_rank} by length and wins on direction (section 6).",
+             "c": "Right. The weights are the softmax of the scores, which keeps their order: the largest weight "
+                  "is the largest score. That is all the row itself says.",
+             "d": f"That needs the experiment, not the row: switched off, the two banks' cosine rises from "
+                  f"{apart:.4f} to {off:.4f}, far from 1 (section 6)."},
+        hint="A row of weights is softmax(scores). What does the softmax keep of the scores, and what would each "
+             "of the other claims need besides the row?")
