@@ -208,7 +208,7 @@ def compare(ours, published, labels=None, extra=2):
 class SourceAudit:
     """Checks against a source's published numbers: one line at each step, the full table at the end.
 
-    ``audit = SourceAudit("source 000", "section 14")`` names the source and
+    ``audit = SourceAudit("source 000", "the appendix")`` names the source and
     the place where the notebook prints the table. ``audit.check(ours,
     published, labels=None, extra=2)`` prints one line saying whether ours
     matches the published value to its rounding (half a unit of its last
@@ -216,16 +216,22 @@ class SourceAudit:
     recorded comparison in full, entry by entry, with a column saying
     "yes", or "no, rounded first" where the source rounded an earlier step
     (followed by the source's note on why), or "no, unexplained".
+    With ``quiet=True``, ``check`` records without printing, and
+    ``audit.summary(published)`` prints the one line a notebook's main path
+    keeps (issue 22): how many published numbers are reproduced, and how many
+    differ only by the source's rounding.
     """
 
     ROUNDED_FIRST = "no, rounded first"
     UNEXPLAINED = "no, unexplained"
 
-    def __init__(self, source, table_at):
+    def __init__(self, source, table_at, quiet=False):
         if not isinstance(source, str) or not isinstance(table_at, str) or not source or not table_at:
             raise ValueError(f"source and table_at must be non-empty text (e.g. 'source 000', 'section 14'); "
                              f"got {source!r} and {table_at!r}")
-        self.source, self.table_at = source, table_at
+        if not isinstance(quiet, bool):
+            raise ValueError(f"quiet must be True or False; got {quiet!r}")
+        self.source, self.table_at, self.quiet = source, table_at, quiet
         self.records = []
 
     def check(self, ours, published, labels=None, extra=2):
@@ -234,6 +240,8 @@ class SourceAudit:
         _compare_lines(ours, published, labels, extra)          # checks shapes and labels now, not at the end
         ok = np.ravel(matches(ours, published))
         self.records.append((np.array(ours, dtype=float), published, labels, extra))
+        if self.quiet:
+            return
         if ok.all():
             count = {1: "matches", 2: "both values match"}.get(ok.size, f"all {ok.size} values match")
             print(f"{published.name}: {count} {self.source} to its rounding")
@@ -245,6 +253,35 @@ class SourceAudit:
         else:
             said = f"{int(ok.sum())} of {ok.size} match {self.source} to its rounding; {off} differ{'s' if off == 1 else ''}"
         print(f"{published.name}: {said}, {why} ({self.table_at} has the table)")
+
+    def summary(self, published=None):
+        """Print one line: how many published numbers are reproduced, and how many differ by the source's rounding.
+
+        published: optionally the example's whole ``published`` dict; entries of
+        it that were never checked are then counted and named, so "all" is
+        said only when every published number was checked. A number is
+        reproduced when it matches to the source's rounding, or differs where
+        the source rounded an earlier step (its note says so, and
+        tests/test_published.py recomputes the source's rounded chain).
+        """
+        entries = sum(np.size(p.value) for _, p, _, _ in self.records)
+        off = [(int(np.size(o) - np.sum(matches(o, p))), p) for o, p, _, _ in self.records]
+        rounded = sum(k for k, p in off if p.rounded_inputs)
+        unexplained = sum(k for k, p in off if not p.rounded_inputs)
+        missing = []
+        if published is not None:
+            checked = {p.name for _, p, _, _ in self.records}
+            missing = [name for name in published if name not in checked]
+        if unexplained:
+            print(f"{entries - rounded - unexplained} of {entries} numbers {self.source} publishes match ours; "
+                  f"{rounded} differ only by the source's rounding and {unexplained} differ unexplained, "
+                  f"listed in {self.table_at}")
+        else:
+            scope = "all " if not missing else ""
+            print(f"{scope}{entries} numbers {self.source} publishes are reproduced; {rounded} differ only by the "
+                  f"source's rounding, listed in {self.table_at}")
+        if missing:
+            print(f"not checked: {', '.join(missing)}")
 
     def table(self):
         """Print every recorded comparison in full, mismatches marked with the reason."""

@@ -55,6 +55,68 @@ def padding_mask(is_real):
     raise NotImplementedError("padding_mask: not written yet")
 
 
+def split_heads(x, num_heads):
+    """Cut each token's features into num_heads contiguous slices, one per head.
+
+    x: (..., n, d_model); num_heads divides d_model, d_k = d_model // num_heads.
+    Returns (..., num_heads, n, d_k): head h holds features h*d_k .. (h+1)*d_k - 1
+    of every token. A reshape alone mixes tokens: reshape to (..., n, num_heads, d_k),
+    then swap the heads and tokens axes.
+    Check it: diagnose(workbook.split_heads, piece="split_heads").
+    """
+    raise NotImplementedError("split_heads: not written yet")
+
+
+def merge_heads(x):
+    """Put the heads back side by side: the inverse of split_heads.
+
+    x: (..., num_heads, n, d_k). Returns (..., n, num_heads * d_k), so that
+    merge_heads(split_heads(x, h)) is x again. Swap the heads and tokens
+    axes back before the reshape.
+    Check it: diagnose(workbook.merge_heads, piece="merge_heads").
+    """
+    raise NotImplementedError("merge_heads: not written yet")
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Multi-head self-attention (Vaswani et al. 2017, section 3.2.2).
+
+    X: (..., n, d_model); W_Q, W_K, W_V, W_O: (d_model, d_model).
+    mask: None, or booleans (True = may attend): (n, n) for every sentence and
+    head, or (B, 1, 1, n) per sentence with a head axis.
+    Q = X W_Q (and K, V), split into num_heads heads; attention in each head,
+    scaled by sqrt(d_k) with d_k = d_model // num_heads (not d_model); merge the
+    heads, then multiply by W_O. Returns the output (..., n, d_model), or
+    (output, weights). Your own attention and split_heads may do the work.
+    Check it: diagnose(workbook.multi_head_attention, piece="multi_head_attention").
+    """
+    raise NotImplementedError("multi_head_attention: not written yet")
+
+
+def positional_encoding(n, d_model):
+    """The sinusoidal positional encoding (Vaswani et al. 2017, section 3.5).
+
+    n: positions 0 .. n-1; d_model: an even width.
+    Returns (n, d_model): PE[pos, 2i] = sin(pos / 10000^(2i / d_model)) and
+    PE[pos, 2i + 1] = cos(the same angle), in radians; sines and cosines
+    interleaved, so row 0 is 0, 1, 0, 1, ...
+    Check it: diagnose(workbook.positional_encoding, piece="positional_encoding").
+    """
+    raise NotImplementedError("positional_encoding: not written yet")
+
+
+def softmax_backward(weights, grad_weights):
+    """From dL/dweights to dL/dscores, through a softmax over the last axis.
+
+    weights: (..., n) rows of softmax weights (a row of zeros: a query with
+    nothing to attend to); grad_weights: dL/dweights, the same shape.
+    Returns dL/dscores, the same shape: J^T g with the Jacobian
+    J = diag(w) - w w^T, row by row w * (g - sum_j w_j g_j). A zero row gives 0.
+    Check it: diagnose(workbook.softmax_backward, piece="softmax_backward").
+    """
+    raise NotImplementedError("softmax_backward: not written yet")
+
+
 def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     """One step of the online softmax: fold a new block of keys into the running totals.
 
@@ -105,8 +167,10 @@ def encoder_block(x, params, num_heads, mask=None):
     mask: None, or booleans (..., 1, 1, n), True = may attend (hides [PAD] keys).
     Post-LN, as BERT:  x = LayerNorm(x + MultiHead(x)),  then
                        x = LayerNorm(x + GELU(x W_1 + b_1) W_2 + b_2).
-    MultiHead: q = x W_Q + b_Q (and k, v) cut into heads, your attention in
-    each (scaled by 1/sqrt(d_k), d_k = d_model / num_heads), heads joined, @ W_O + b_O.
+    MultiHead: q = x W_Q + b_Q (and k, v) cut into heads with your split_heads,
+    your attention in each (scores / sqrt(d_k), d_k = d_model / num_heads), the
+    heads joined with your merge_heads, then @ W_O + b_O (multi_head_attention
+    has no biases: build it from the pieces).
     LayerNorm(t) = (t - mean) / sqrt(var + eps) * gamma + beta, over the last axis.
     GELU(t) = 0.5 t (1 + erf(t / sqrt(2))), erf from scipy.special.
     Returns (..., n, d_model). Check it: check_your_block(workbook.encoder_block).

@@ -170,12 +170,30 @@ def padding_ints(is_real):
     return is_real[:, None, :].astype(int)
 
 
+def causal_one_ahead(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=1)        # one future token visible
+
+
+def padding_head_axis(is_real):
+    return is_real[:, None, None, :]                         # the multi-head shape, for scores without heads
+
+
+def padding_square(is_real):
+    return np.repeat(is_real[:, None, :], is_real.shape[1], axis=1)
+
+
+def padding_queries_and_keys(is_real):
+    return is_real[:, :, None] & is_real[:, None, :]
+
+
 MASK_NAMED = [
     ("causal_mask", causal_diagonal_masked, "diagonal_masked"), ("causal_mask", causal_upper, "future_visible"),
     ("causal_mask", causal_flipped, "mask_flipped"), ("causal_mask", causal_float, "not_boolean"),
     ("causal_mask", causal_additive, "additive_mask"),
     ("padding_mask", padding_queries, "query_axis"), ("padding_mask", padding_as_is, "not_broadcast"),
     ("padding_mask", padding_flipped, "mask_flipped"), ("padding_mask", padding_ints, "not_boolean"),
+    ("causal_mask", causal_one_ahead, "one_future_visible"), ("padding_mask", padding_head_axis, "head_axis"),
+    ("padding_mask", padding_square, "square_mask"), ("padding_mask", padding_queries_and_keys, "queries_hidden_too"),
 ]
 
 
@@ -183,6 +201,7 @@ MASK_NAMED = [
 def test_each_mask_mistake_is_named(piece, fn, key):
     verdict = diagnose(fn, piece=piece)
     assert verdict.correct is False and verdict.mistake == key, verdict.text
+    assert "the mask has shape" not in verdict.text          # a requirement: "must have shape"
 
 
 def test_every_mask_fault_has_a_learner_function():
@@ -374,7 +393,8 @@ def test_odd_functions_are_named_for_every_piece(piece, kind, key):
 
 
 @pytest.mark.parametrize("piece, kind", [(piece, kind) for piece in sorted(PIECES) for kind in ("text", "nan", "mutate")
-                                         if (piece, kind) != ("causal_mask", "mutate")])  # n is a number: nothing to mutate
+                                         if (piece, kind) not in (("causal_mask", "mutate"), ("positional_encoding", "mutate"))])
+# (n is a number: nothing to mutate)
 def test_text_nan_and_mutation_are_never_right(piece, kind):
     verdict = diagnose(odd(piece, kind), piece=piece)
     assert verdict.correct is False and isinstance(verdict.text, str)

@@ -34,7 +34,7 @@ def right(Q, K, V, mask=None):
 def right_with_loops(Q, K, V, mask=None):
     """Right, but with Python loops, a -1e9 fill and only the output returned."""
     Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
-    if Q.ndim == 3:
+    if Q.ndim > 2:                        # each leading axis in turn: a batch, then heads (notebook 05)
         return np.stack([right_with_loops(Q[b], K[b], V[b], None if mask is None else mask[b])
                          for b in range(Q.shape[0])])
     out = np.zeros((Q.shape[0], V.shape[1]))

@@ -22,14 +22,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from exercise_cases import CASES, NAMED_IN_ISSUE, PHRASES, answer_cell, run_in_process
+from exercise_cases import CASES, MASK_CASES, MASK_SETUP, NAMED_IN_ISSUE, PHRASES, answer_cell, run_in_process
+from helpers.attention import causal_mask
 from helpers.course import NOTEBOOKS_DIR
 from helpers.exercises import (
     AttentionWeightsExercise,
     ChoiceExercise,
     DkPredictionExercise,
     Feedback,
+    KeyDesignExercise,
     MaskExercise,
+    MaskedRowSumsExercise,
     OutputExercise,
     ProjectionExercise,
     Reveal,
@@ -259,7 +262,11 @@ def test_the_answer_of_another_exercise_is_named_as_such(notebook):
 
 
 def test_the_kind_of_input_is_named_right():
-    ex = NAMESPACES["01_river_bank.ipynb"]["ex_softmax"]
+    from helpers.examples import load_example
+
+    rb = load_example("river_bank")   # the softmax row notebook 01 asked for before issue 21 took it out
+    ex = SoftmaxRowExercise(((rb.X @ rb.W_Q) @ (rb.X @ rb.W_K).T)[rb.index("flooded")], d_k=rb.d_k,
+                            labels=list(rb.tokens))
     right = ex.expected
     assert "Python tuple" in ex.feedback(tuple(right)).text
     assert "Python list" in ex.feedback(list(right)).text
@@ -317,6 +324,8 @@ def _state(ex):
         return (ex.answer, ex.table, ex.solution_text)
     if isinstance(ex, ChoiceExercise):
         return (ex.answer, ex.OPTIONS, ex.why, ex.question_text, ex.solution_text)
+    if isinstance(ex, KeyDesignExercise):   # a property to meet, no one expected answer
+        return (ex.X.tolist(), ex.W_Q.tolist(), ex.W_K.tolist(), ex.hint_text, ex.solution_text)
     return (ex.expected.tolist(), [(k, m, v.tolist()) for k, m, v in ex._variants], ex.hint_text, ex.solution_text)
 
 
@@ -494,11 +503,34 @@ def test_choice_exercise_booleans_only_mean_yes_and_no_for_yes_no_questions():
 def test_choice_exercise_refuses_an_instructors_bad_set_up(options, answer, name):
     with pytest.raises(ValueError, match=f"^{name} must"):
         ChoiceExercise("Q?", options, answer)
-# ------------------------------------------------------------ the mask checker of notebook 04 (issue 12)
+# ------------------------------------------------------------ the mask checker (issue 12; out of notebook 04 since issue 21)
+
+MASK_NAMESPACE = {}
+exec(MASK_SETUP, MASK_NAMESPACE)
+
+
+@pytest.mark.parametrize("case", MASK_CASES, ids=[f"mask-{c[0]}-{i}" for i, c in enumerate(MASK_CASES)])
+def test_each_mask_answer_gets_the_feedback_that_names_it(case):
+    key, code, *extra = case
+    namespace = dict(MASK_NAMESPACE)
+    with np.errstate(all="ignore"):
+        exec(code, namespace)
+    feedback = MASK_NAMESPACE["ex_mask"].feedback(namespace["answer"])
+    assert feedback.mistake == key, feedback.text
+    assert feedback.correct == (key is None)
+    for phrase in [PHRASES[key], *extra]:
+        assert phrase in feedback.text
+
+
+def test_the_mask_solution_pasted_is_accepted():
+    namespace = dict(MASK_NAMESPACE)
+    exec(MASK_NAMESPACE["ex_mask"].solution().text, namespace)
+    assert MASK_NAMESPACE["ex_mask"].feedback(namespace["answer"]).correct
+
 
 def test_every_mistake_the_mask_checker_names_is_typed_in_a_case():
-    typed = {case[0] for case in CASES["04_masking.ipynb"]["ex_mask"]}
-    assert set(NAMESPACES["04_masking.ipynb"]["ex_mask"].mistakes) <= typed
+    typed = {case[0] for case in MASK_CASES}
+    assert set(MASK_NAMESPACE["ex_mask"].mistakes) <= typed
     # the mistakes issue 12 names: flipped mask, (B, n_k) shape, | for &, dropped diagonal
     assert {"mask_flipped", "not_broadcast", "or_for_and", "diagonal_masked"} <= typed
 
@@ -521,6 +553,35 @@ def test_the_mask_checker_refuses_bad_inputs_from_an_instructor():
                               ([2.5], None, "each entry of lengths")]:
         with pytest.raises(ValueError, match=match):
             MaskExercise(lengths, n)
+
+
+def test_the_row_sums_checker_computes_its_answer_and_mistakes_from_its_inputs():
+    # By hand: rows (0.2, 0.8) and (0.6, 0.4) under the causal mask keep 0.2 and 0.6 + 0.4 = 1.
+    ex = MaskedRowSumsExercise([[0.2, 0.8], [0.6, 0.4]], causal_mask(2))
+    assert ex.feedback([0.2, 1.0]).correct
+    assert ex.feedback([1, 1]).mistake == "rows_sum_to_one"
+    assert ex.feedback([0.5, 1.0]).mistake == "share_by_count"      # 1 of 2 keys, then 2 of 2
+    assert ex.feedback([0.8, 0.0]).mistake == "hidden_share"
+    # A padding mask hiding key 2 from every query: each row keeps 1 minus its weight on key 2.
+    w = np.array([[0.5, 0.25, 0.25], [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]])
+    pad = MaskedRowSumsExercise(w, np.array([True, True, False]))
+    assert pad.feedback([0.75, 0.3, 0.6]).correct
+    # Where the inputs cannot tell a mistake from the right answer, it is not named: rows (0.5, 0.5) and
+    # (0.25, 0.75) keep 0.5 and 1, which is also the share by count (1 of 2 keys, then 2 of 2).
+    assert "share_by_count" not in MaskedRowSumsExercise([[0.5, 0.5], [0.25, 0.75]], causal_mask(2)).mistakes
+
+
+@pytest.mark.parametrize("weights, mask, match", [
+    ([[1.0, 1.0], [0.5, 0.5]], np.ones((2, 2), bool), "weights must be attention weights computed with no mask"),
+    ([[0.5, 0.5], [np.nan, 1.0]], np.ones((2, 2), bool), "weights must be attention weights"),
+    ([[1.5, -0.5], [0.5, 0.5]], np.ones((2, 2), bool), "weights must be attention weights"),
+    ([0.5, 0.5], np.ones(2, bool), "weights must be a matrix"),
+    ([[0.5, 0.5], [0.5, 0.5]], np.ones((2, 2), int), "mask must be booleans"),
+    ([[0.5, 0.5], [0.5, 0.5]], np.ones((3, 3), bool), r"mask of shape \(3, 3\) must broadcast"),
+])
+def test_the_row_sums_checker_refuses_bad_inputs_from_an_instructor(weights, mask, match):
+    with pytest.raises(ValueError, match=match):
+        MaskedRowSumsExercise(weights, mask)
 
 
 def test_feedback_numbers_are_readable_at_both_ends_of_the_float_range():
@@ -562,3 +623,40 @@ def test_entries_are_labelled_with_tokens_only_when_the_answer_has_one_entry_per
     assert "the entry of 'the'" not in check.feedback((1.2, 1.2)).text
     row = (ex.X @ ex.W_Q)[ex.index("flooded")] @ (ex.X @ ex.W_K).T          # one score per token: labelled
     assert "(the entry of 'bank')" in check.feedback(row).text
+
+
+# ------------------------------------------------------------ build sections (issue 21)
+
+BUILD_CELL = re.compile(r"^diagnose\(workbook\.(\w+)")
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_stored_build_cells_show_the_stubs_not_attempted_yet(path):
+    # Stored against the pristine workbook, a build cell prints the checker's "not attempted yet" line and
+    # nothing else: never a learner's verdict, never a solution.
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        match = BUILD_CELL.match(cell.source.strip()) if cell.cell_type == "code" else None
+        if match is None:
+            continue
+        shown = "".join(str(out.get("text", "")) + str(out.get("data", {}).get("text/plain", ""))
+                        for out in cell.outputs)
+        assert shown.startswith("Not attempted yet"), f"{path.name}:{cell.id}: {shown[:120]!r}"
+        assert ".solution()" not in cell.source, f"{path.name}:{cell.id} stores a solution"
+
+
+# ---------------------------------------------------------------- SoftmaxGradientExercise: one key, and a hidden row
+
+def test_the_softmax_gradient_accepts_a_hidden_querys_row_and_names_the_missing_sum_term():
+    from helpers.exercises import SoftmaxGradientExercise
+    from helpers.training import softmax_backward
+    g = np.array([0.5, -1.0, 2.0])
+    hidden = SoftmaxGradientExercise(np.zeros(3), g, ["a", "b", "c"])     # a query with nothing to attend to
+    assert hidden.feedback(np.zeros(3)).correct                              # no score moves it: gradient 0
+    assert hidden.feedback(softmax_backward(np.zeros(3), g)).correct
+    assert not hidden.feedback(g).correct                                    # passed through: not zero
+    w = np.array([0.2, 0.3, 0.5])
+    ex = SoftmaxGradientExercise(w, g, ["a", "b", "c"])
+    assert ex.feedback(w * g).mistake == "missing_sum_term"                  # the key the checker uses too
+    with pytest.raises(ValueError, match="weights must be one row"):
+        SoftmaxGradientExercise(np.array([0.2, 0.2, 0.2]), g, ["a", "b", "c"])

@@ -37,7 +37,7 @@ below imports this package):
     feedback.py     Feedback, Reveal, and reading a learner's answer (_read, _fmt)
     base.py         the exercise base classes, ChoiceExercise, exercise()
     weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, d_k
-    masks_heads.py  notebooks 04-05: the combined mask, split_heads, counting weights
+    masks_heads.py  notebooks 04-05: the combined mask, row sums masked after the softmax, split_heads, counting weights
     order.py        notebooks 06-07: permuted outputs, a sinusoidal entry (06), the convex hull (07)
     cost.py         notebook 08: dot products, one online-softmax step, the KV cache's size
     learning.py     notebook 09: the softmax's gradient, one gradient step
@@ -49,6 +49,7 @@ below imports this package):
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       notebook 11: run_with_your_attention (your attention inside the real model, judged),
                     check_your_block (your encoder block), heatmap_claims (its exercise of understanding)
+    key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
 first use, so that importing the exercises does not load the real model's libraries).
@@ -61,7 +62,7 @@ from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, 
 from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
-from helpers.exercises.masks_heads import MaskExercise, SplitHeadsExercise, WeightsCountExercise
+from helpers.exercises.masks_heads import MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
 from helpers.exercises.weights import (
@@ -73,6 +74,7 @@ from helpers.exercises.weights import (
     ScoreVarianceExercise,
     SoftmaxRowExercise,
 )
+from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
@@ -83,7 +85,10 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",
-    "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims",
+    "MaskedRowSumsExercise",
+    "run_with_your_attention", "ModelVerdict",
+    "KeyDesignExercise", "HeatmapClaimExercise",
+    "check_your_block", "BlockVerdict", "heatmap_claims",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims")

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from helpers.attention import causal_mask
+from helpers.attention import causal_mask, padding_mask, softmax, split_heads
 
-__all__ = ["ATTENTION", "SOFTMAX", "CAUSAL_MASK", "PADDING_MASK", "Case", "Input"]
+__all__ = ["ATTENTION", "SOFTMAX", "CAUSAL_MASK", "PADDING_MASK", "Case", "Input",
+           "SPLIT_HEADS", "MERGE_HEADS", "MULTI_HEAD", "POSITIONAL", "SOFTMAX_BACKWARD"]
 
 
 def _frozen(*arrays):
@@ -65,13 +66,39 @@ def _attention():
     largest = float(np.abs(big.Q @ big.K.T).max() / np.sqrt(d))
     cases[4] = Case(big.name, f"{big.words}, so scaled scores reach {largest:.0f} (exp overflows past 709)",
                     big.Q, big.K, big.V)
+    cases.append(Case("n = 1", "one token: Q, K and V of shape (1, 4) (its one weight is 1, its output its value)",
+                      draw(1, d), draw(1, d), draw(1, d)))
+    cases.extend(_random_attention(np.random.default_rng(2018)))
     for case in cases:
         _frozen(case.Q, case.K, case.V, case.mask)
     return tuple(cases)
 
 
+def _random_attention(rng):
+    """Three inputs of random shapes and values: plain, with two batch axes, and with a random mask."""
+    n_q, n_k, d_k, d_v = (int(v) for v in rng.integers(1, 7, 4))
+    if n_q == n_k:                      # queries and keys of different numbers: K Q^T cannot pass for Q K^T
+        n_k += 1
+    shape = f"Q ({n_q}, {d_k}), K ({n_k}, {d_k}), V ({n_k}, {d_v})"
+    plain = Case(f"random {n_q}x{n_k}", f"random values of size about 2: {shape}",
+                 rng.normal(0, 2, (n_q, d_k)), rng.normal(0, 2, (n_k, d_k)), rng.normal(0, 2, (n_k, d_v)))
+    batch = Case("random batch", "random values with two batch axes: Q, K and V of shape (2, 3, 5, 3)",
+                 *(rng.normal(0, 1.5, (2, 3, 5, 3)) for _ in range(3)), None, "batches")
+    n = 6
+    mask = rng.random((n, n)) < 0.6
+    mask[np.arange(n), rng.integers(0, n, n)] = True           # every query keeps at least one key
+    masked = Case("random mask", f"a random mask ({int((~mask).sum())} of 36 scores hidden, -inf) on random "
+                  "values: Q, K and V of shape (6, 4)", *(rng.normal(0, 1.5, (n, d)) for d in (4, 4, 4)),
+                  mask, "masks")
+    return [plain, batch, masked]
+
+
 ATTENTION = _attention()
-"""Every input the attention checker tries, in the order it tries them."""
+"""Every input the attention checker tries, in the order it tries them: eight small ones (plain inputs of shape
+(3, 4); wider keys, d_k = 16; 2 queries and 4 keys; values narrower than keys; scores large enough to overflow an
+exp that does not subtract the maximum; a causal mask; a padding mask; a batch of 2 sentences), one token
+(n = 1), then three of seeded random shapes and values (plain, with two batch axes, with a random mask):
+12 in all."""
 
 
 @dataclass(frozen=True)
@@ -276,3 +303,119 @@ KV_CACHE_STEP = _kv_step()
 7 decoding steps, from an empty cache (t = 0) to 7 cached tokens, with wider keys, values narrower than keys,
 and scores large enough to overflow an exp without the maximum subtracted."""
 __all__ += ["ONLINE_SOFTMAX_UPDATE", "TILED_ATTENTION", "KV_CACHE_STEP"]
+
+
+# Heads, positions and the softmax backward (checker_heads.py, checker_positions.py, checker_backward.py)
+# --------------------------------------------------------------------------
+
+def _split_heads():
+    rng = np.random.default_rng(2029)
+    cases = [
+        Input("small", "x = np.arange(12).reshape(3, 4) (token t holds 4t .. 4t + 3), num_heads = 2",
+              {"x": np.arange(12.0).reshape(3, 4), "num_heads": 2}),
+        Input("three heads", "x of shape (4, 6), num_heads = 3", {"x": np.round(rng.normal(0, 1, (4, 6)), 1), "num_heads": 3}),
+        Input("one head", "x of shape (3, 4), num_heads = 1 (one head holds every feature)",
+              {"x": np.round(rng.normal(0, 1, (3, 4)), 1), "num_heads": 1}),
+        Input("n = 1", "one token: x of shape (1, 6), num_heads = 2", {"x": np.round(rng.normal(0, 1, (1, 6)), 1),
+                                                                        "num_heads": 2}),
+        Input("batch", "a batch of 2 sentences: x of shape (2, 3, 4), num_heads = 2",
+              {"x": np.round(rng.normal(0, 1, (2, 3, 4)), 1), "num_heads": 2}),
+    ]
+    for lead, n, h, d_k in ((), 5, 4, 2), ((3, 2), 4, 2, 3):
+        shape = (*lead, n, h * d_k)
+        cases.append(Input(f"random {shape}", f"random x of shape {shape}, num_heads = {h}",
+                           {"x": rng.normal(0, 1, shape), "num_heads": h}))
+    return tuple(cases)
+
+
+def _merge_heads(split):
+    def merge(case):
+        x = np.array(split_heads(case.args["x"], case.args["num_heads"]))     # (..., num_heads, n, d_k)
+        h, n, d_k = x.shape[-3:]
+        lead = f" for {x.shape[0]} sentences" if x.ndim == 4 else (" with two leading axes" if x.ndim > 4 else "")
+        name = f"random {x.shape}" if case.name.startswith("random") else case.name
+        return Input(name, f"{h} head{'s' * (h > 1)} of {n} token{'s' * (n > 1)}, d_k = {d_k}{lead}: x of shape "
+                     f"{x.shape}", {"x": x})
+
+    return tuple(merge(case) for case in split)
+
+
+def _multi_head():
+    rng = np.random.default_rng(2030)
+
+    def layer(d_model, *lead_n, size=1.0):
+        X = np.round(rng.normal(0, 1, lead_n + (d_model,)), 1)
+        W = [np.round(rng.normal(0, size, (d_model, d_model)), 2) for _ in range(4)]   # W_Q, W_K, W_V, W_O
+        return dict(zip(("X", "W_Q", "W_K", "W_V", "W_O"), [X, *W]))
+
+    def case(name, words, num_heads, args, mask=None):
+        return Input(name, words, {**args, "num_heads": num_heads, "mask": mask})
+
+    real = np.array([[True] * 4, [True, True, False, False]])
+    return (
+        case("two heads", "X (3, 4), num_heads = 2, W_Q, W_K, W_V, W_O (4, 4)", 2, layer(4, 3)),
+        case("four heads", "X (4, 8), num_heads = 4, every W (8, 8)", 4, layer(8, 4)),
+        case("one head", "X (3, 4), num_heads = 1 (one head of the full width)", 1, layer(4, 3)),
+        case("n = 1", "one token: X (1, 4), num_heads = 2", 2, layer(4, 1)),
+        case("causal mask", "a causal mask: X (4, 6), num_heads = 3, mask = causal_mask(4)", 3, layer(6, 4),
+             causal_mask(4)),
+        case("batch", "a batch of 2 sentences: X (2, 3, 4), num_heads = 2", 2, layer(4, 2, 3)),
+        case("padding mask", "a padding mask with its head axis: X (2, 4, 4), num_heads = 2, mask = "
+             "padding_mask(is_real, num_heads=2) of shape (2, 1, 1, 4), the second sentence 2 real tokens", 2,
+             layer(4, 2, 4), np.array(padding_mask(real, num_heads=2))),
+        case("random (5, 12)", "random X (5, 12) and W of size about 0.5, num_heads = 3", 3, layer(12, 5, size=0.5)),
+        case("random (2, 6, 8)", "random X (2, 6, 8) (2 sentences), num_heads = 4, mask = causal_mask(6)", 4,
+             layer(8, 2, 6, size=0.7), causal_mask(6)),
+    )
+
+
+def _positional():
+    rng = np.random.default_rng(2031)
+    sizes = [(4, 4), (1, 8), (6, 2), (3, 6)] + [tuple(int(v) for v in (rng.integers(5, 40), 2 * rng.integers(4, 33)))
+                                                for _ in range(2)]
+    words = {(1, 8): "one position (n = 1), d_model = 8", (6, 2): "6 positions, d_model = 2 (one pair of columns)"}
+    return tuple(Input(f"({n}, {d})", words.get((n, d), f"n = {n} positions, d_model = {d}"),
+                       {"n": n, "d_model": d}) for n, d in sizes)
+
+
+def _softmax_backward():
+    rng = np.random.default_rng(2032)
+
+    def rows(scores, grad):
+        return {"weights": softmax(np.asarray(scores, dtype=float)), "grad_weights": np.asarray(grad, dtype=float)}
+
+    hidden = rows([[1.0, 2.0, 0.5], [0.0, 0.0, 0.0]], [[0.3, -0.5, 1.0], [1.0, 2.0, -1.0]])
+    hidden["weights"][1] = 0.0                   # a query with nothing to attend to: attention gives it zeros
+    cases = [
+        Input("one row", "one row: weights = softmax([1, 2, 3]), grad_weights = [0.5, -1, 2]",
+              rows([1.0, 2.0, 3.0], [0.5, -1.0, 2.0])),
+        Input("n = 1", "one key: weights = [1], grad_weights = [0.7] (the weight cannot move: gradient 0)",
+              rows([0.3], [0.7])),
+        Input("matrix", "3 rows of 4 weights (one per query), shape (3, 4)",
+              rows(np.round(rng.normal(0, 1, (3, 4)), 1), np.round(rng.normal(0, 1, (3, 4)), 1))),
+        Input("hidden query", "2 rows, the second all zeros (a query with nothing to attend to: its gradient is 0)",
+              hidden),
+        Input("batch", "a batch of 2 sentences: weights and grad_weights of shape (2, 3, 4)",
+              rows(rng.normal(0, 1, (2, 3, 4)), rng.normal(0, 1, (2, 3, 4)))),
+    ]
+    for shape, size in (((5, 7), 3.0), ((2, 2, 6), 1.0)):
+        cases.append(Input(f"random {shape}", f"random rows of shape {shape} (scores of size about {size:g})",
+                           rows(rng.normal(0, size, shape), rng.normal(0, 1, shape))))
+    return tuple(cases)
+
+
+SPLIT_HEADS = _split_heads()
+"""The inputs of the split_heads checker: ``x`` (..., n, d_model) and ``num_heads``: 7 in all (a (3, 4) arange
+split in 2, three heads, one head, one token, a batch, then two of random shapes, one with two leading axes)."""
+MERGE_HEADS = _merge_heads(SPLIT_HEADS)
+"""The inputs of the merge_heads checker: the heads of each split_heads input, ``x`` (..., num_heads, n, d_k)."""
+MULTI_HEAD = _multi_head()
+"""The inputs of the multi_head_attention checker, each unambiguous about its mask: 9 in all (two heads, four
+heads, one head, one token, a causal mask (n, n), a batch of 2 sentences, a padding mask with its head axis
+(B, 1, 1, n), then two random layers: width 12 with 3 heads, and a batch of 2 with 4 heads and a causal mask)."""
+POSITIONAL = _positional()
+"""The inputs of the positional_encoding checker, named (n, d_model): 6 in all ((4, 4), one position,
+d_model = 2, (3, 6), then two of random sizes)."""
+SOFTMAX_BACKWARD = _softmax_backward()
+"""The inputs of the softmax_backward checker: rows of softmax ``weights`` and ``grad_weights`` of their shape,
+7 in all (one row, one key, 3 rows, a hidden query's row of zeros, a batch, then two of random shapes)."""

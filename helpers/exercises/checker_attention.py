@@ -64,10 +64,12 @@ class _Model:
         """What this model gives on the case: a list of (output, rows that count), one per way of filling
         hidden scores (-inf, or -1e9 as many learners do), or None where numpy refuses the computation."""
         fills = (-np.inf, -1e9) if case.mask is not None and self.mask in ("where", "flipped") else (-np.inf,)
-        found = [self._predict(case, fill) for fill in fills]
+        # a softmax down the columns meets a column the mask hides everywhere: NaN, or zeros when guarded
+        guards = (False, True) if case.mask is not None and self.axis != "rows" else (False,)
+        found = [self._predict(case, fill, guard) for fill in fills for guard in guards]
         return None if None in found else found
 
-    def _predict(self, case, fill):
+    def _predict(self, case, fill, guard=False):
         Q, K, V, mask = case.Q, case.K, case.V, case.mask
         T = (lambda a: a.T) if self.dot_T else (lambda a: np.swapaxes(a, -1, -2))
         try:
@@ -89,9 +91,11 @@ class _Model:
                         S = S * keep
                 axis = {"rows": -1, "columns": -2, "first": 0, "all": None}[self.axis]
                 if not self.naive:
-                    S = S - np.max(S, axis=axis, keepdims=True)
+                    top = np.max(S, axis=axis, keepdims=True)
+                    S = S - (np.where(np.isfinite(top), top, 0.0) if guard else top)
                 E = np.exp(S)
-                W = E / np.sum(E, axis=axis, keepdims=True)
+                total = np.sum(E, axis=axis, keepdims=True)
+                W = E / (np.where(total == 0, 1.0, total) if guard else total)
                 if keep is not None and self.mask == "after_softmax":
                     W = W * keep
                 out = W @ V
@@ -261,7 +265,7 @@ def _first_difference(run):
         return raised_words(run, None)
     out = run.out
     if out.shape != expected.shape:
-        return (f"It returned shape {out.shape}; the output has shape (..., n_q, d_v) = {expected.shape}.")
+        return (f"It returned shape {out.shape}; the output must have shape (..., n_q, d_v) = {expected.shape}.")
     with np.errstate(all="ignore"):
         bad = ~np.isclose(out, expected, rtol=RTOL, atol=ATOL).all(axis=-1)
     where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -387,7 +391,7 @@ def _unexplained_text(run, name):
 def check(fn, time_limit, masks=True, batches=True):
     """Run ``fn`` on the battery (without the masked inputs or the batch if told) and return its Diagnosis."""
     cases = [c for c in BATTERY if (masks or c.needs != "masks") and (batches or c.needs != "batches")]
-    mask_place = parameter(fn, MASK_NAMES, 3) or ("keyword", "mask")
+    mask_place = parameter(fn, MASK_NAMES, 3, default_none=True) or ("keyword", "mask")
     runs = []
     for case in cases:
         runs.append(_run(fn, case, time_limit, mask_place))

@@ -34,6 +34,10 @@ CAUSAL_FAULTS = {
     "mask_flipped": ("Your mask works the wrong way round: True where a query may NOT attend (the convention of "
                      "torch.nn.MultiheadAttention). In this course True means 'may attend': flip it with ~.",
                      lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)),
+    "one_future_visible": ("Your mask lets each token read the token right after it: np.tril(..., k=1) moves the "
+                           "boundary one place into the future. Query i may attend to key j when j <= i: "
+                           "np.tril(np.ones((n, n), dtype=bool)), with k=0 (the default).",
+                           lambda n: np.tril(np.ones((n, n), dtype=bool), k=1)),
 }
 """Every mistake of a causal mask the checker names: key -> (what it tells the learner, the mask it builds)."""
 
@@ -49,6 +53,20 @@ PADDING_FAULTS = {
     "mask_flipped": ("Your mask works the wrong way round: True at the padding (the convention of torch's "
                      "key_padding_mask). In this course True means 'may attend': is_real[:, None, :].",
                      lambda r: ~r[:, None, :]),
+    "head_axis": ("Your mask has a head axis too, shape (B, 1, 1, n_k): the shape for multi-head scores "
+                  "(B, num_heads, n_q, n_k), padding_mask(is_real, num_heads=h). Scores (B, n_q, n_k) have no head "
+                  "axis: np.where would broadcast the two to (B, B, n_q, n_k), every sentence against every "
+                  "sentence's padding. For them it must have shape (B, 1, n_k): is_real[:, None, :].",
+                  lambda r: r[:, None, None, :]),
+    "square_mask": ("Your mask hides the right keys but copies the row for every query, shape (B, n_k, n_k). "
+                    "That works only while there are as many queries as keys (self-attention without a cache). "
+                    "Keep the query axis of length 1, shape (B, 1, n_k), and let it broadcast: is_real[:, None, :].",
+                    lambda r: np.broadcast_to(r[:, None, :], r.shape + r.shape[-1:])),
+    "queries_hidden_too": ("Your mask hides the [PAD] queries (rows) as well as the [PAD] keys, "
+                           "is_real[:, :, None] & is_real[:, None, :], shape (B, n_k, n_k): a pad's row then has "
+                           "nothing to attend to. A padding mask hides keys only, shared by every query: "
+                           "is_real[:, None, :], shape (B, 1, n_k).",
+                           lambda r: r[:, :, None] & r[:, None, :]),
 }
 """Every mistake of a padding mask the checker names: key -> (what it tells the learner, the mask it builds)."""
 
@@ -117,7 +135,7 @@ def _check(fn, time_limit, piece, cases, argument, expected, faults):
     if first.out is None:
         shown = raised_words(first, None)
     elif first.out.shape != want.shape:
-        shown = f"It returned shape {first.out.shape}; the mask has shape {want.shape}."
+        shown = f"It returned shape {first.out.shape}; the mask must have shape {want.shape}."
     else:
         shown = "Your mask beside the expected one (1 = may attend):\n" + side_by_side(
             first.out.astype(int), want.astype(int))
@@ -139,7 +157,7 @@ def _unexplained(run, name, want, arg):
     if run.problem is not None:
         return "not_boolean", f"{name} {run.problem}"
     if run.out.shape != want.shape:
-        return "wrong_shape", f"{name} returns the wrong shape: the mask has shape {want.shape}."
+        return "wrong_shape", f"{name} returns the wrong shape: the mask must have shape {want.shape}."
     return "different", (f"{name} gives a different mask, and none of the mistakes diagnose knows explains it. "
                          "Print it for a small input and compare it with the expected one below.")
 

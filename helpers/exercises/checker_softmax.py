@@ -34,7 +34,8 @@ class _Softmax:
 
     max_subtracted: bool = True   # False: exp(x) of the scores themselves
     guard: str = "zeros"          # "none": a slice of -inf gives NaN (-inf - -inf); "rows": NaN in any row with -inf
-    axis: str = "given"           # "first": always axis 0; "all": the sum of everything; "last": the axis ignored
+    axis: str = "given"           # "first": always axis 0; "all": the maximum and the sum of everything;
+                                  # "sum_all": the maximum along the axis, the sum of everything; "last": the axis ignored
     normalised: bool = True       # False: exp only, never divided by the sum
 
     def keys(self):
@@ -46,11 +47,11 @@ class _Softmax:
         return found
 
     def predict(self, x, axis):
-        ax = {"given": axis, "first": 0, "all": None, "last": -1}[self.axis]
+        ax = {"given": axis, "first": 0, "all": None, "sum_all": None, "last": -1}[self.axis]
         with np.errstate(all="ignore"):
             s = np.asarray(x, dtype=float)
             if self.max_subtracted:
-                top = np.max(s, axis=ax, keepdims=True)
+                top = np.max(s, axis=axis if self.axis == "sum_all" else ax, keepdims=True)
                 if self.guard == "zeros":
                     top = np.where(np.isfinite(top), top, 0.0)
                 s = s - top
@@ -69,11 +70,12 @@ class _Softmax:
 _PART_KEY = {
     "max_subtracted": "no_max_subtraction",
     "guard": "neg_inf_nan",
-    "axis": {"first": "wrong_axis", "all": "softmax_over_everything", "last": "axis_ignored"},
+    "axis": {"first": "wrong_axis", "all": "softmax_over_everything", "sum_all": "softmax_over_everything",
+             "last": "axis_ignored"},
     "normalised": "exp_not_normalised",
 }
 _SINGLE = [("max_subtracted", False), ("guard", "none"), ("guard", "rows"), ("axis", "first"), ("axis", "all"),
-           ("axis", "last"), ("normalised", False)]
+           ("axis", "last"), ("normalised", False), ("axis", "sum_all")]
 
 FAULTS = {
     "no_max_subtraction": "Your softmax overflows on large scores: exp(1000) is inf, and inf / inf is NaN. "

@@ -16,12 +16,18 @@ The pieces (:data:`PIECES`) and the modules that check them:
     softmax        fn(x, axis=-1)           checker_softmax.py
     causal_mask    fn(n)                    checker_masks.py
     padding_mask   fn(is_real)              checker_masks.py
+    split_heads    fn(x, num_heads)         checker_heads.py
+    merge_heads    fn(x)                    checker_heads.py
+    multi_head_attention  fn(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)   checker_heads.py
+    positional_encoding   fn(n, d_model)    checker_positions.py
+    softmax_backward      fn(weights, grad_weights)   checker_backward.py
     online_softmax_update  fn(running_max, running_sum, acc, scores, V_block)   checker_tiling.py
     tiled_attention        fn(Q, K, V, block_size)                               checker_tiling.py
     kv_cache_step          fn(cache_keys, cache_values, q, k, v) -> output       checker_tiling.py
 
 A piece is added by writing its battery in battery.py, its checker module
-(a ``check(fn, time_limit, **options)`` returning a Diagnosis) and its
+(a ``check(fn, time_limit, **options)`` returning a Diagnosis; or a
+``checker_numeric.Piece``, whose ``.check`` is one) and its
 worked solution and workbook stub in solutions.py, then naming it here.
 
 ``diagnose`` never raises because of what the function does: it may raise
@@ -43,7 +49,7 @@ import numbers
 import numpy as np
 
 from helpers.exercises import checker_attention, checker_masks, checker_softmax
-from helpers.exercises import checker_tiling
+from helpers.exercises import checker_backward, checker_heads, checker_positions, checker_tiling
 from helpers.exercises.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
 from helpers.exercises.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, safe_str  # noqa: F401 (re-exported)
 
@@ -54,6 +60,11 @@ PIECES = {
     "softmax": (checker_softmax.check, ()),
     "causal_mask": (checker_masks.check_causal, ()),
     "padding_mask": (checker_masks.check_padding, ()),
+    "split_heads": (checker_heads.SPLIT.check, ()),
+    "merge_heads": (checker_heads.MERGE.check, ()),
+    "multi_head_attention": (checker_heads.MULTI.check, ()),
+    "positional_encoding": (checker_positions.PIECE.check, ()),
+    "softmax_backward": (checker_backward.PIECE.check, ()),
     "online_softmax_update": (checker_tiling.check_online_step, ()),
     "tiled_attention": (checker_tiling.check_tiled, ()),
     "kv_cache_step": (checker_tiling.check_kv_step, ()),
@@ -73,7 +84,14 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         function without one passes those. ``"softmax"``: ``fn(x, axis=-1)``,
         any shape, -inf entries allowed. ``"causal_mask"``: ``fn(n)`` ->
         (n, n) bool. ``"padding_mask"``: ``fn(is_real)`` with is_real (B, n_k)
-        bool -> (B, 1, n_k) bool. ``"online_softmax_update"``, ``"tiled_attention"``,
+        bool -> (B, 1, n_k) bool. ``"split_heads"``: ``fn(x, num_heads)``,
+        x (..., n, d_model) -> (..., num_heads, n, d_k); ``"merge_heads"``:
+        ``fn(x)``, its inverse; ``"multi_head_attention"``: ``fn(X, W_Q, W_K,
+        W_V, W_O, num_heads, mask=None)`` -> (..., n, d_model) or (output,
+        weights); ``"positional_encoding"``: ``fn(n, d_model)`` -> (n, d_model);
+        ``"softmax_backward"``: ``fn(weights, grad_weights)`` -> grad_scores,
+        the shape of weights (rows of a softmax over the last axis).
+        ``"online_softmax_update"``, ``"tiled_attention"``,
         ``"kv_cache_step"``: see helpers/exercises/checker_tiling.py.
     piece: one of :data:`PIECES`.
     options: for attention only, ``masks=False`` / ``batches=False`` leave

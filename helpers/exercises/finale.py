@@ -421,7 +421,7 @@ def heatmap_claims(layer, head, weight, weight_in_mixed, key_rank, apart, off):
                   f"river's key is number {key_rank} by length and wins on direction (section 6).",
              "c": "Right. The weights are the softmax of the scores, which keeps their order: the largest weight "
                   "is the largest score. That is all the row itself says.",
-             "d": f"That needs the experiment, not the row: switched off, the two banks' cosine rises from "
-                  f"{apart:.4f} to {off:.4f}, far from 1 (section 6)."},
+             "d": "The row cannot tell you that: it needs the experiment. Switched off, the two banks' cosine "
+                  f"rises from {apart:.4f} to {off:.4f}, far from 1 (section 6)."},
         hint="A row of weights is softmax(scores). What does the softmax keep of the scores, and what would each "
              "of the other claims need besides the row?")

@@ -40,7 +40,9 @@ def _vector(value, name):
 class SoftmaxGradientExercise(_NumericExercise):
     """The gradient of the loss with respect to one row of scores, from the gradient with respect to its weights.
 
-    weights: (n,) one row of softmax weights (non-negative, summing to 1).
+    weights: (n,) one row of softmax weights (non-negative, summing to 1), or all zeros: the row
+    ``scaled_dot_product_attention`` gives a query with nothing to attend to; no score moves it, so
+    its gradient is zero (the formula gives that, every w_j being 0).
     d_weights: (n,) dL/dw, the gradient of the loss with respect to those weights.
     labels: the n keys' names. names: the notebook's names for "weights"
     and "d_weights", for the solution.
@@ -52,8 +54,9 @@ class SoftmaxGradientExercise(_NumericExercise):
 
     def __init__(self, weights, d_weights, labels, names=None):
         w, g = _vector(weights, "weights"), _vector(d_weights, "d_weights")
-        if (w < 0).any() or not np.isclose(w.sum(), 1.0, atol=1e-6):
-            raise ValueError(f"weights must be one row of softmax weights (non-negative, sum 1); got {w!r}")
+        if (w < 0).any() or not (np.isclose(w.sum(), 1.0, atol=1e-6) or not w.any()):
+            raise ValueError(f"weights must be one row of softmax weights (non-negative, sum 1, or all 0 for a "
+                             f"query with nothing to attend to); got {w!r}")
         if g.shape != w.shape:
             raise ValueError(f"d_weights must have the shape of weights {w.shape}; got {g.shape}")
         if isinstance(labels, str) or not hasattr(labels, "__len__") or len(labels) != w.size:
@@ -69,7 +72,7 @@ class SoftmaxGradientExercise(_NumericExercise):
              "You used only the diagonal of the Jacobian, w_j (1 - w_j), as if each weight depended on its own "
              "score alone. Every weight depends on every score (they share one sum): J = diag(w) - w w^T.",
              w * (1 - w) * g),
-            ("no_mean",
+            ("missing_sum_term",
              "You multiplied w by dL/dw entry by entry and stopped: the diag(w) part alone. Subtract the "
              "w w^T part too: w_j (dL/dw_j - sum_i w_i dL/dw_i).", w * g),
             ("passed_through",

@@ -1,4 +1,6 @@
-"""Exercises of notebooks 04 and 05: the combined causal and padding mask, split_heads, counting weights."""
+"""Exercises of notebooks 04 and 05: the row sums of a mask applied after the softmax, split_heads, counting weights;
+and the combined causal and padding mask of a batch, which no notebook asks since notebook 04 builds the masks
+(kept for instructors)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from helpers.exercises.feedback import EXACT_ATOL, Feedback, _comment, _fmt, _sh
 from helpers.inputs import refuse_masked_array
 
 __all__ = [
-    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise",
+    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "MaskedRowSumsExercise",
 ]
 
 
@@ -222,3 +224,65 @@ class WeightsCountExercise(_NumericExercise):
         self.solution_text = _code([("answer = " + f"{num_heads} * {n} * {n}",
                                      f"num_heads × n × n = {num_heads * n * n:,}")])
         self.correct_note = f"{num_heads * n * n:,} weights: {num_heads} separate {n} × {n} matrices."
+
+
+class MaskedRowSumsExercise(_NumericExercise):
+    """Predict the row sums of attention weights whose mask was applied after the softmax.
+
+    weights: (n_q, n_k) attention weights computed with no mask (each row sums
+    to 1); mask: booleans broadcastable to (n_q, n_k), True = may attend.
+    Zeroing the hidden weights after the softmax keeps, in each row, the
+    weights its allowed keys had, and divides by nothing, so the answer is
+    ``np.where(mask, weights, 0).sum(axis=-1)``, one number per query. The
+    checker names the prediction that every row still sums to 1 (what
+    masking *before* the softmax gives), a share by the count of allowed
+    keys, and the weight that was removed instead of what is left.
+    labels: the queries' tokens, for the feedback. names: the notebook's
+    names for "weights" and "mask", for the solution.
+    Raises ValueError, naming the argument, for weights that are not a
+    matrix of finite non-negative rows summing to 1, or a mask that is not
+    boolean or does not broadcast.
+    """
+
+    def __init__(self, weights, mask, labels=None, names=None):
+        weights = _matrix(weights, "weights")
+        if not np.all(np.isfinite(weights)) or (weights < 0).any() or not np.allclose(weights.sum(axis=-1), 1.0):
+            raise ValueError("weights must be attention weights computed with no mask: finite, non-negative, "
+                             f"each row summing to 1; got rows summing to {np.round(weights.sum(axis=-1), 3).tolist()}")
+        refuse_masked_array(mask, "mask")
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise ValueError(f"mask must be booleans (True = may attend); got dtype {mask.dtype}")
+        try:
+            mask = np.broadcast_to(mask, weights.shape)
+        except ValueError:
+            raise ValueError(f"mask of shape {mask.shape} must broadcast to the weights' shape {weights.shape}") from None
+        n_q, n_k = weights.shape
+        kept = np.where(mask, weights, 0.0).sum(axis=-1)
+        self.expected = kept
+        self.atol = EXACT_ATOL
+        self.shape_note = f"one row sum per query, {n_q} in all"
+        self.title = "the row sums of weights masked after the softmax"
+        self.labels_cols = None if labels is None else [str(t) for t in labels]
+        self._set_variants([
+            ("rows_sum_to_one",
+             "All 1 is what masking BEFORE the softmax gives. Zeroing the weights after it divides by nothing "
+             "again, so a row keeps only the weight its allowed keys had: less than 1 wherever a key is hidden.",
+             np.ones(n_q)),
+            ("share_by_count",
+             "That counts the allowed keys, as if every key had the same weight. The zeroed row keeps the weights "
+             "its allowed keys had: add up those entries of the unmasked row.", mask.sum(axis=-1) / n_k),
+            ("hidden_share",
+             "That is the weight the zeroing removed. The row sum is what is left: the unmasked weights of the "
+             "keys the row may read, added up.", 1.0 - kept),
+        ])
+        names = _Names(names, {"weights": "weights", "mask": "mask"})
+        self.hint_text = ("A zeroed weight adds nothing to its row, and nothing divides the row again afterwards. "
+                          "So each row sums to the unmasked weights of the keys it may still read. Which keys "
+                          "does the mask leave each query?")
+        self.solution_text = _code([
+            (f"my_kept = np.where({names['mask']}, {names['weights']}, 0.0)", "the hidden weights zeroed, nothing divided"),
+            ("answer = my_kept.sum(axis=-1)", _fmt(kept)),
+        ])
+        self.correct_note = ("Each row keeps the share of the exponentials its allowed keys hold, and only a row "
+                             "that hides nothing still sums to 1.")

@@ -81,9 +81,16 @@ class Run:
     mutated: tuple = ()
 
 
-def parameter(fn, names, position):
+NOT_THE_ARGUMENT = ("scale", "drop", "temp", "bias", "causal", "axis", "dim", "eps", "head", "d_k")
+"""Parts of a parameter's name that say it is not the argument ``parameter(..., default_none=True)`` looks for."""
+
+
+def parameter(fn, names, position, default_none=False):
     """How to pass an argument that learners call by one of ``names``: ("keyword", name), ("position", i),
-    or None when the signature has no place for it. A signature that cannot be read gives ("keyword", names[0])."""
+    or None when the signature has no place for it. A signature that cannot be read gives ("keyword", names[0]).
+    default_none: a parameter of any name at ``position`` whose default is None is that argument too
+    (``def attention(Q, K, V, m=None)``: the mask), unless its name says it is something else (scale=None,
+    dropout=None: :data:`NOT_THE_ARGUMENT`)."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -92,7 +99,9 @@ def parameter(fn, names, position):
         if p.name in names and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             return ("keyword", p.name)
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) > position and any(word in positional[position].name.lower() for word in names[:1]):
+    if len(positional) > position and (any(word in positional[position].name.lower() for word in names[:1])
+                                       or default_none and positional[position].default is None
+                                       and not any(w in positional[position].name.lower() for w in NOT_THE_ARGUMENT)):
         return ("position", position)
     if any(p.kind == p.VAR_KEYWORD for p in params):
         return ("keyword", names[0])

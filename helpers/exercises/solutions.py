@@ -84,6 +84,48 @@ def kv_cache_step(cache_keys, cache_values, q, k, v):
 
 
 WORKED = {"softmax": softmax, "attention": attention, "causal_mask": causal_mask, "padding_mask": padding_mask}
+
+
+def split_heads(x, num_heads):
+    *lead, n, d_model = x.shape
+    d_k = d_model // num_heads
+    x = x.reshape(*lead, n, num_heads, d_k)              # each token's features cut into num_heads slices
+    return np.swapaxes(x, -2, -3)                        # (..., num_heads, n, d_k): heads before tokens
+
+
+def merge_heads(x):
+    *lead, num_heads, n, d_k = x.shape
+    x = np.swapaxes(x, -2, -3)                           # (..., n, num_heads, d_k): back to tokens first
+    return x.reshape(*lead, n, num_heads * d_k)          # the heads' slices side by side
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    Q = split_heads(X @ W_Q, num_heads)                  # (..., num_heads, n, d_k)
+    K = split_heads(X @ W_K, num_heads)
+    V = split_heads(X @ W_V, num_heads)
+    heads, weights = attention(Q, K, V, mask)            # each head scaled by its own sqrt(d_k)
+    return merge_heads(heads) @ W_O                      # concatenate the heads, then mix them with W_O
+
+
+def positional_encoding(n, d_model):
+    pos = np.arange(n)[:, None]                          # positions 0 .. n-1, one per row
+    two_i = np.arange(0, d_model, 2)                     # 2i for the pairs i = 0 .. d_model/2 - 1
+    angles = pos / 10000 ** (two_i / d_model)            # (n, d_model/2), in radians
+    pe = np.zeros((n, d_model))
+    pe[:, 0::2] = np.sin(angles)                         # even columns: sines
+    pe[:, 1::2] = np.cos(angles)                         # odd columns: cosines of the same angles
+    return pe
+
+
+def softmax_backward(weights, grad_weights):
+    w, g = np.asarray(weights, dtype=float), np.asarray(grad_weights, dtype=float)
+    dot = np.sum(w * g, axis=-1, keepdims=True)          # each row's weighted mean of g: the w w^T part
+    return w * (g - dot)                                 # J^T g with J = diag(w) - w w^T, row by row
+
+
+WORKED = {"softmax": softmax, "attention": attention, "causal_mask": causal_mask, "padding_mask": padding_mask,
+          "split_heads": split_heads, "merge_heads": merge_heads, "multi_head_attention": multi_head_attention,
+          "positional_encoding": positional_encoding, "softmax_backward": softmax_backward}
 """The worked function of each piece."""
 WORKED.update(online_softmax_update=online_softmax_update, tiled_attention=tiled_attention,
               kv_cache_step=kv_cache_step)
@@ -114,6 +156,43 @@ STUBS = {
     Returns booleans of shape (B, 1, n_k), True = may attend: one row per
     sentence, shared by every query (the axis of length 1 broadcasts).
     Check it: diagnose(workbook.padding_mask, piece="padding_mask")."""),
+    "split_heads": ("split_heads(x, num_heads)", """Cut each token's features into num_heads contiguous slices, one per head.
+
+    x: (..., n, d_model); num_heads divides d_model, d_k = d_model // num_heads.
+    Returns (..., num_heads, n, d_k): head h holds features h*d_k .. (h+1)*d_k - 1
+    of every token. A reshape alone mixes tokens: reshape to (..., n, num_heads, d_k),
+    then swap the heads and tokens axes.
+    Check it: diagnose(workbook.split_heads, piece="split_heads")."""),
+    "merge_heads": ("merge_heads(x)", """Put the heads back side by side: the inverse of split_heads.
+
+    x: (..., num_heads, n, d_k). Returns (..., n, num_heads * d_k), so that
+    merge_heads(split_heads(x, h)) is x again. Swap the heads and tokens
+    axes back before the reshape.
+    Check it: diagnose(workbook.merge_heads, piece="merge_heads")."""),
+    "multi_head_attention": ("multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)", """Multi-head self-attention (Vaswani et al. 2017, section 3.2.2).
+
+    X: (..., n, d_model); W_Q, W_K, W_V, W_O: (d_model, d_model).
+    mask: None, or booleans (True = may attend): (n, n) for every sentence and
+    head, or (B, 1, 1, n) per sentence with a head axis.
+    Q = X W_Q (and K, V), split into num_heads heads; attention in each head,
+    scaled by sqrt(d_k) with d_k = d_model // num_heads (not d_model); merge the
+    heads, then multiply by W_O. Returns the output (..., n, d_model), or
+    (output, weights). Your own attention and split_heads may do the work.
+    Check it: diagnose(workbook.multi_head_attention, piece="multi_head_attention")."""),
+    "positional_encoding": ("positional_encoding(n, d_model)", """The sinusoidal positional encoding (Vaswani et al. 2017, section 3.5).
+
+    n: positions 0 .. n-1; d_model: an even width.
+    Returns (n, d_model): PE[pos, 2i] = sin(pos / 10000^(2i / d_model)) and
+    PE[pos, 2i + 1] = cos(the same angle), in radians; sines and cosines
+    interleaved, so row 0 is 0, 1, 0, 1, ...
+    Check it: diagnose(workbook.positional_encoding, piece="positional_encoding")."""),
+    "softmax_backward": ("softmax_backward(weights, grad_weights)", """From dL/dweights to dL/dscores, through a softmax over the last axis.
+
+    weights: (..., n) rows of softmax weights (a row of zeros: a query with
+    nothing to attend to); grad_weights: dL/dweights, the same shape.
+    Returns dL/dscores, the same shape: J^T g with the Jacobian
+    J = diag(w) - w w^T, row by row w * (g - sum_j w_j g_j). A zero row gives 0.
+    Check it: diagnose(workbook.softmax_backward, piece="softmax_backward")."""),
 }
 """Each piece's stub in the workbook: (signature, docstring)."""
 STUBS.update({
@@ -172,7 +251,9 @@ def workbook_source():
 def solution(piece):
     """A worked version of ``piece`` as a :class:`~helpers.exercises.Reveal` (folded until clicked).
 
-    piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask", ...).
+    piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask",
+    "split_heads", "merge_heads", "multi_head_attention", "positional_encoding", "softmax_backward", "online_softmax_update", "tiled_attention",
+    "kv_cache_step").
     Raises ValueError for any other piece.
     """
     if not isinstance(piece, str) or piece not in WORKED:
@@ -184,22 +265,18 @@ def solution(piece):
 
 def encoder_block(x, params, num_heads, mask=None):
     from scipy.special import erf                                # numpy has no erf; the exact GELU needs it
-    p, d_k = params, x.shape[-1] // num_heads
+    p = params
 
     def layer_norm(t, gamma, beta):                              # over each token's features
         mean, var = t.mean(axis=-1, keepdims=True), t.var(axis=-1, keepdims=True)
         return (t - mean) / np.sqrt(var + p["eps"]) * gamma + beta
 
-    def split(t):                                                # (..., n, d_model) -> (..., num_heads, n, d_k)
-        return np.swapaxes(t.reshape(t.shape[:-1] + (num_heads, d_k)), -2, -3)
-
-    Q, K, V = (split(x @ p["W_" + r] + p["b_" + r]) for r in "QKV")   # every projection has a bias
+    Q, K, V = (split_heads(x @ p["W_" + r] + p["b_" + r], num_heads) for r in "QKV")   # every projection has a bias
     heads = attention(Q, K, V, mask)[0]                          # your attention: scores / sqrt(d_k), d_k = 32
-    merged = np.swapaxes(heads, -2, -3).reshape(x.shape)         # the heads side by side again
-    x = layer_norm(x + merged @ p["W_O"] + p["b_O"], p["gamma_1"], p["beta_1"])   # residual, then LayerNorm
+    x = layer_norm(x + merge_heads(heads) @ p["W_O"] + p["b_O"], p["gamma_1"], p["beta_1"])  # residual, then LayerNorm
     inner = x @ p["W_1"] + p["b_1"]                              # (..., n, 1536)
     inner = 0.5 * inner * (1 + erf(inner / np.sqrt(2)))          # GELU, the exact one
-    return layer_norm(x + inner @ p["W_2"] + p["b_2"], p["gamma_2"], p["beta_2"])
+    return layer_norm(x + inner @ p["W_2"] + p["b_2"], p["gamma_2"], p["beta_2"])   # residual, then LayerNorm
 
 
 WORKED.update(encoder_block=encoder_block)
@@ -211,8 +288,10 @@ STUBS.update({"encoder_block": ("encoder_block(x, params, num_heads, mask=None)"
     mask: None, or booleans (..., 1, 1, n), True = may attend (hides [PAD] keys).
     Post-LN, as BERT:  x = LayerNorm(x + MultiHead(x)),  then
                        x = LayerNorm(x + GELU(x W_1 + b_1) W_2 + b_2).
-    MultiHead: q = x W_Q + b_Q (and k, v) cut into heads, your attention in
-    each (scaled by 1/sqrt(d_k), d_k = d_model / num_heads), heads joined, @ W_O + b_O.
+    MultiHead: q = x W_Q + b_Q (and k, v) cut into heads with your split_heads,
+    your attention in each (scores / sqrt(d_k), d_k = d_model / num_heads), the
+    heads joined with your merge_heads, then @ W_O + b_O (multi_head_attention
+    has no biases: build it from the pieces).
     LayerNorm(t) = (t - mean) / sqrt(var + eps) * gamma + beta, over the last axis.
     GELU(t) = 0.5 t (1 + erf(t / sqrt(2))), erf from scipy.special.
     Returns (..., n, d_model). Check it: check_your_block(workbook.encoder_block)."""),

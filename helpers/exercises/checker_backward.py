@@ -1,0 +1,80 @@
+"""The checker of ``softmax_backward``: a learner's ``fn(weights, grad_weights)`` against helpers.training's.
+
+For rows w of a softmax over the last axis and the gradient g = dL/dw of
+the loss with respect to them, the gradient with respect to the scores is
+J^T g with the softmax Jacobian J = diag(w) - w w^T (symmetric), row by row
+
+    grad_scores = w * (g - sum_j w_j g_j)
+
+A row of zeros (a query with nothing to attend to) has gradient zero. The
+misconceptions, each one part of that formula done another way:
+``missing_sum_term`` (w * g: the diag(w) part alone), ``diag_term_missing``
+(-w (w . g): the w w^T part alone), ``wrong_axis`` (the sum taken down the
+columns), ``diagonal_only``, ``passed_through``, ``sign_flipped`` (the keys
+of notebook 08's SoftmaxGradientExercise for the same mistakes) and
+``unweighted_mean`` (g minus its plain mean); ``one_row_only`` (the
+Jacobian np.diag(w) - np.outer(w, w) of one row, which fails on a matrix).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.exercises import checker_numeric
+from helpers.exercises.battery import SOFTMAX_BACKWARD
+from helpers.training import softmax_backward
+
+__all__ = ["FAULTS", "PIECE"]
+
+FAULTS = {
+    "missing_sum_term": (
+        "terms", "You multiplied w by dL/dw entry by entry and stopped: the diag(w) part of the Jacobian alone. "
+        "Every weight depends on every score (they share one sum), so subtract the w w^T part too: "
+        "w * (g - np.sum(w * g, axis=-1, keepdims=True))."),
+    "diag_term_missing": (
+        "terms", "You kept only the w w^T part, -w (w . g), and left out the diag(w) part, w * g. Add it: "
+        "w * g - w * np.sum(w * g, axis=-1, keepdims=True)."),
+    "diagonal_only": (
+        "terms", "You used only the diagonal of the Jacobian, w_j (1 - w_j), as if each weight depended on its own "
+        "score alone. Every weight depends on every score: J = diag(w) - w w^T."),
+    "passed_through": (
+        "terms", "You return dL/dw itself, as if the softmax were not there. The gradient goes through the "
+        "softmax's Jacobian: w * (g - np.sum(w * g, axis=-1, keepdims=True))."),
+    "unweighted_mean": (
+        "terms", "You subtract the plain mean of dL/dw. The term to subtract is the mean weighted by the "
+        "softmax's own weights: np.sum(w * g, axis=-1, keepdims=True)."),
+    "sign_flipped": (
+        "sign", "Your gradient has the wrong sign: J = diag(w) - w w^T, so it is w * (g - sum w g), not "
+        "w * (sum w g - g)."),
+    "one_row_only": (
+        "rows", "Your function works on one row of weights but not on a matrix or a batch: np.diag and np.outer "
+        "take one row (np.outer flattens a matrix). Work row by row with broadcasting: "
+        "w * (g - np.sum(w * g, axis=-1, keepdims=True)) handles any number of rows."),
+    "wrong_axis": (
+        "axis", "Your sum runs down the columns (axis 0 or -2), across queries. Each query's weights are one "
+        "softmax, so sum along the last axis: np.sum(w * g, axis=-1, keepdims=True)."),
+}
+"""Every mistake the softmax_backward checker names: key -> (part, what it tells the learner)."""
+
+
+def _model(args, faults):
+    w, g = args["weights"], args["grad_weights"]
+    if "one_row_only" in faults and w.ndim > 1:
+        return None                                              # numpy refuses the Jacobian of a matrix
+    axes = [0, -2] if "wrong_axis" in faults else [-1]
+    out = []
+    for axis in axes[: w.ndim]:                                  # axis -2 does not exist for one row
+        dot = np.sum(w * g, axis=axis, keepdims=True)
+        grad = {"missing_sum_term": w * g, "diag_term_missing": -w * dot, "diagonal_only": w * (1 - w) * g,
+                "passed_through": g, "unweighted_mean": w * (g - g.mean(axis=axis, keepdims=True))}.get(
+            next((f for f in faults if FAULTS[f][0] == "terms"), None), w * (g - dot))
+        out.append(-grad if "sign_flipped" in faults else grad)
+    return out
+
+
+PIECE = checker_numeric.Piece(
+    name="softmax_backward", cases=SOFTMAX_BACKWARD, arguments=("weights", "grad_weights"),
+    expected=lambda a: softmax_backward(a["weights"], a["grad_weights"]), model=_model, faults=FAULTS,
+    shape="(..., n), as weights", returns="the gradient of the scores",
+    hint="Compare it with the Jacobian for one row: (np.diag(w) - np.outer(w, w)) @ g.")
+
