@@ -163,8 +163,6 @@ e = np.exp(s - s.max(axis=1, keepdims=True))
 w = e / e.sum(axis=1, keepdims=True)"""
 _THREE = """Q = X3 @ W_Q3
 K = X3 @ W_K3"""
-_FOLDED = """Q = X1 @ W_Q1
-K = X1 @ W_K1"""
 
 # The batch mask of MaskExercise (issue 12), built from lengths = [5, 3], n = 5.
 _C5 = "c5 = np.tril(np.ones((n, n), dtype=bool))"
@@ -558,34 +556,14 @@ CASES = {
             ("no_softmax", "answer = scores_bank / np.sqrt(d_k)"),
             ("raw_scores", "answer = scores_bank"),
         ],
-        "ex_head": [
-            (None, _FOLDED + "\ns = Q @ K.T / np.sqrt(K.shape[-1])\ne = np.exp(s - s.max(axis=-1, keepdims=True))\n"
-             "answer = e / e.sum(axis=-1, keepdims=True)"),
-            (None, "answer = river.attention[best_layer, best_head]"),         # the model's own weights
+        "ex_claims": [
+            (None, "answer = 'c'"),
+            (None, "answer = '(C)'"),
+            ("chose_a", "answer = 'a'", "evidence, not explanation"),
+            ("chose_b", "answer = 'b'", "number 3 by length"),
+            ("chose_d", "answer = 'd'", "far from 1"),
+            ("not_a_choice", "answer = 'e'"),
             ("not_attempted", "answer = ..."),
-            ("no_scaling", _FOLDED + "\ne = np.exp(Q @ K.T)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("sqrt_d_model",
-             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(384))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("divided_by_d_k", _FOLDED + "\ne = np.exp(Q @ K.T / 32)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("wrong_axis", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=0, keepdims=True)"),
-            ("transposed_scores",
-             _FOLDED + "\ne = np.exp(K @ Q.T / np.sqrt(32))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("transposed",
-             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True)).T"),
-            ("exp_not_normalised", _FOLDED + "\nanswer = np.exp(Q @ K.T / np.sqrt(32))"),
-            ("keepdims_forgotten", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=1)"),
-            ("whole_matrix_normalised", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum()"),
-            ("sum_not_one", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.max(axis=1, keepdims=True)"),
-            ("shape",
-             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True))[bank_r]",
-             "(10, 10)"),
-            ("nan_inf", _FOLDED + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
-            ("divided_by_d_model",   # the model's d_model, 384 (X1 is 385 wide: the 384 features and a 1)
-             _FOLDED + "\ne = np.exp(Q @ K.T / d_model)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("no_softmax", _FOLDED + "\nanswer = Q @ K.T / np.sqrt(32)"),
-            ("raw_scores", _FOLDED + "\nanswer = Q @ K.T"),
-            ("different", "K = X1[:, :-1] @ W_K1[:-1]\nQ = X1[:, :-1] @ W_Q1[:-1]\n"    # the biases left out
-             "e = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=1, keepdims=True)"),
         ],
     },
 }
@@ -612,6 +590,8 @@ def run_in_process(path, replace=None, printed=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     nb = nbformat.read(path, as_version=4)
     replace = replace or {}
     namespace = {"__name__": "__notebook__"}

@@ -314,8 +314,11 @@ def test_the_solution_shows_the_worked_source(piece):
         solution("rope")
 
 
+FINALE = {"encoder_block"}   # judged by helpers.exercises.finale.check_your_block, which runs the real model
+
+
 def test_the_pieces_the_workbook_the_stubs_and_the_solutions_agree():
-    assert set(PIECES) == set(STUBS) == set(WORKED)
+    assert set(PIECES) | FINALE == set(STUBS) == set(WORKED) and not set(PIECES) & FINALE
 
 
 def test_the_stored_workbook_is_the_pristine_stubs():

@@ -40,7 +40,6 @@ NOT_YET_REWRITTEN = {
         "05_multi_head.ipynb",
         "06_order_and_position.ipynb",
         "09_learning.ipynb",
-        "11_real_model.ipynb",
     )
 }
 

@@ -48,7 +48,8 @@ below imports this package):
                     tiling (notebook 08: the online-softmax step, tiled attention, the KV-cache step)
     predictions.py  notebooks 02-03: predict what attention does (choice exercises with named wrong answers)
     solutions.py    the worked solution of each piece, and the workbook's stubs
-    finale.py       run_with_your_attention: your attention inside the real model, judged
+    finale.py       notebook 11: run_with_your_attention (your attention inside the real model, judged),
+                    check_your_block (your encoder block), heatmap_claims (its exercise of understanding)
     key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
     limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
 
@@ -95,9 +96,10 @@ __all__ = [
     "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
     "LayoutExercise",
     "EncoderCacheExercise",
+    "check_your_block", "BlockVerdict", "heatmap_claims",
 ]
 
-_FINALE = ("run_with_your_attention", "ModelVerdict")
+_FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims")
 
 
 def __getattr__(name):
