@@ -207,9 +207,8 @@ class KeyDesignExercise(_Exercise):
         listed = [self.j, *self.others]
         words = ", ".join(f"'{self.tokens[m]}' {_line(self.X[m])}" for m in listed)
         return (f"The query q = {_line(self.q)} scores a word x by q . (x W_K) = x . u, with u = W_K q: only u "
-                f"decides the order. The words: {words}. Which entries does '{self.prefer}' have more of, or less "
-                f"of, than {self.than}? Choose u so that '{self.prefer}' scores highest of these (an entry of u may "
-                "be negative), then a W_K with W_K q = u.")
+                f"decides the order. The words: {words}. Choose u so that '{self.prefer}' scores highest of these "
+                "(an entry of u may be negative), then a W_K with W_K q = u.")
 
     def _candidates(self):
         """W_K matrices to try, simplest first, each with how it was made (seeded: always the same list)."""
@@ -226,7 +225,7 @@ class KeyDesignExercise(_Exercise):
                 u = scale * direction
                 times = "" if scale == 1 else f"{scale:g} x "
                 yield (np.outer(u, self.q) / (self.q @ self.q),   # W_K q = u: one such W_K
-                       f"W_K q = u = {_line(u)}, {times}{what}; np.outer(u, q) / (q @ q) is one W_K with W_K q = u")
+                       f"W_K q = u = {_line(u)}, {times}{what}: W_K = np.outer(u, q) / (q @ q) gives it")
 
     def _solution(self):
         for W, how in self._candidates():
