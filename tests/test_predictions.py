@@ -177,6 +177,19 @@ def test_one_class_serves_both_notebooks_and_over_none_means_every_other_word():
         assert ex.feedback(namespace["answer"]).correct
 
 
+def test_the_solution_is_searched_for_when_the_simple_construction_fails():
+    # a = (0, 3), b = (-1, 0), c = (-2, -1); a's query with W_Q = I is (0, 3). The simple u, b minus the mean of the
+    # others, (0, -1), scores a -3, b 0, c 1: c wins. By hand, the widest u is the point of the segment from b - a =
+    # (-1, -3) to b - c = (1, 1) nearest 0, (0.4, -0.2), margin 0.2; divided by it, u = (2, -1): scores -3, -2, -3.
+    X = np.array([[0.0, 3.0], [-1.0, 0.0], [-2.0, -1.0]])
+    ex = KeyDesignExercise(X, np.eye(2), np.eye(2), ["a", "b", "c"], query="a", prefer="b")
+    assert ex.feedback(np.outer([0.0, -1.0], [0.0, 3.0]) / 9).mistake == "still_prefers"
+    assert "u = [ 2. -1.]" in ex.solution().text
+    namespace = {"np": np}
+    exec(ex.solution().text, namespace)
+    assert ex.feedback(namespace["answer"]).correct
+
+
 @pytest.mark.parametrize("answer", [None, 3.5, [[1, 2], [3]], object(), "W_K", np.full((2, 2), np.inf), [[None, 1], [2, 3]]])
 def test_odd_designs_get_feedback_not_a_traceback(answer):
     assert not _design().feedback(answer).correct

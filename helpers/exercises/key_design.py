@@ -29,6 +29,24 @@ def _line(x):
 TIE_RTOL = 1e-9
 
 
+def _widest(D, steps=2000):
+    """The point of the convex hull of D's rows nearest to 0 (Gilbert's algorithm, 1966).
+
+    D: (m, d). When some u has D u > 0 in every row, the returned point is
+    such a u, the one with the widest margin min(D u) / |u|; otherwise it
+    tends to 0.
+    """
+    u = D.mean(axis=0)
+    for _ in range(steps):
+        step = u - D[int(np.argmin(D @ u))]        # towards the row that u scores lowest
+        size = float(step @ step)
+        gamma = float(np.clip(u @ step / size, 0.0, 1.0)) if size else 0.0
+        if gamma == 0.0:
+            break
+        u = u - gamma * step
+    return u
+
+
 class KeyDesignExercise(_Exercise):
     """Design a key matrix W_K under which ``query`` puts more weight on ``prefer`` than on ``over``.
 
@@ -218,14 +236,18 @@ class KeyDesignExercise(_Exercise):
                                          "the notebook's W_K with its rows and columns reversed")
         away = f"'{self.over}'" if self.k is not None else "the mean of the other words"
         base = self.X[self.j] - self.X[self.others].mean(axis=0)   # u along this scores prefer above the mean
+        widest = _widest(self.X[self.j] - self.X[self.others])
+        margin = float(np.min((self.X[self.j] - self.X[self.others]) @ widest))
+        widest = [(widest / margin, f"the direction that scores '{self.prefer}' furthest above {self.than}")] \
+            if margin > 0 and len(self.others) > 1 else []
         tried = np.random.default_rng(0).standard_normal((64, self.X.shape[1]))
-        for direction, what in [(base, f"'{self.prefer}' minus {away}"),
+        for direction, what in [(base, f"'{self.prefer}' minus {away}"), *widest,
                                 *((d, "a direction found by trying") for d in tried)]:
             for scale in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0):
                 u = scale * direction
                 times = "" if scale == 1 else f"{scale:g} x "
                 yield (np.outer(u, self.q) / (self.q @ self.q),   # W_K q = u: one such W_K
-                       f"W_K q = u = {_line(u)}, {times}{what}: W_K = np.outer(u, q) / (q @ q) gives it")
+                       f"W_K q = u = {_line(u)}, {times}{what}:\nW_K = np.outer(u, q) / (q @ q) gives it")
 
     def _solution(self):
         for W, how in self._candidates():
@@ -238,7 +260,7 @@ class KeyDesignExercise(_Exercise):
         rows = ", ".join("[" + ", ".join(repr(float(v) + 0.0) for v in row) + "]" for row in W)
         return "\n".join([
             f"answer = np.array([{rows}])",
-            f"# {how}.",
+            *(f"# {line}" for line in f"{how}.".splitlines()),
             f"# Keys: {_line(self.X @ W)}; weights of '{self.query}': {_fmt(self._weights(W))}",
             f"# ({self._shown(W)}). Many other matrices are right too.",
         ])
