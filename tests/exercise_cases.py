@@ -133,8 +133,6 @@ PHRASES = {
     "itself": "scores its own key",
     "variance_for_spread": "is how the variance grows",
     "no_growth": "happens with the division by sqrt(d_k)",
-    "order_kept": "their order stays",
-    "other_word_wins": "must get the most",
     "chose_both": "Not quite",
     "chose_neither": "Not quite",
     # notebook 07's layout exercise (issue 21 sec. 4)
@@ -363,13 +361,17 @@ CASES = {
             ("not_a_choice", "answer = 3"),
         ],
         "ex_design": [
-            (None, "answer = np.array([[1.0, 0.0], [0.0, -1.0]])", "The 0.768"),   # u = W_K q = (1, -3)
-            (None, "answer = [[0, 0], [-0.4, -1.2]]"),
+            (None, "answer = np.array([[1.0, 0.0], [0.0, -1.0]])", "'The' 0.768"),   # u = W_K q = (1, -3)
+            (None, "answer = [[0, 0], [-0.4, -1.2]]", "than on any other word"),
             ("not_attempted", "answer = ..."),
-            ("order_kept", "answer = 3 * W_K", "3 times the old one"),
-            ("itself", "answer = -W_K"),
-            ("other_word_wins", "answer = W_K.T", "river 0.99"),
-            ("shape", "answer = W_K[0]", "2 x 2"),
+            ("unchanged", "answer = W_K.copy()", "prefers 'river'"),
+            ("scaled_all", "answer = 3 * W_K", "multiplied by 3"),
+            ("scaled_all", "answer = W_K / 10"),
+            ("itself", "answer = -W_K"),                                # scores -4, -2, -10: bank's own key
+            ("still_prefers", "answer = W_K.T", "'river' 0.996"),       # scores 7, 1, 15 for The, bank, river
+            ("tie", "answer = np.zeros((2, 2))", "every other word tie"),
+            ("keys_given", "answer = X_r @ W_K"),
+            ("shape", "answer = W_K[0]", "(2, 2)"),
             ("not_numbers", "answer = 'W_K'"),
             ("nan_inf", "answer = W_K * np.nan"),
         ],

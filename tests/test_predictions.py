@@ -113,7 +113,7 @@ RIVER = load_example("bank_river")
 
 
 def _design(**kw):
-    return KeyDesignExercise(RIVER.X, RIVER.W_Q, RIVER.W_K, list(RIVER.tokens), **{"query": "bank", "target": "The", **kw})
+    return KeyDesignExercise(RIVER.X, RIVER.W_Q, RIVER.W_K, list(RIVER.tokens), **{"query": "bank", "prefer": "The", **kw})
 
 
 def test_any_w_k_that_makes_bank_read_the_is_right_and_the_solution_is_one():
@@ -123,30 +123,71 @@ def test_any_w_k_that_makes_bank_read_the_is_right_and_the_solution_is_one():
     namespace = {"np": np}
     exec(ex.solution().text, namespace)
     assert ex.feedback(namespace["answer"]).correct
-    assert not ex.feedback(RIVER.W_K).correct                 # today's W_K: river wins
+    assert ex.feedback(RIVER.W_K).mistake == "unchanged"       # today's W_K: river wins
 
 
 @pytest.mark.parametrize("c", [0.5, 3.0, 100.0])
 def test_a_rescaled_w_k_keeps_the_order_and_is_named(c):
-    assert _design().feedback(c * RIVER.W_K).mistake == "order_kept"
+    feedback = _design().feedback(c * RIVER.W_K)
+    assert feedback.mistake == "scaled_all" and "'bank' still prefers 'river'" in feedback.text
 
 
 def test_the_other_wrong_designs_are_named():
     ex = _design()
     assert ex.feedback(-RIVER.W_K).mistake == "itself"       # scores -4, -2, -10: bank's own key is highest
-    assert ex.feedback(RIVER.W_K.T).mistake == "other_word_wins"
-    assert ex.feedback(np.zeros((2, 2))).mistake == "other_word_wins"   # a tie is not a win
+    # W_K.T: W_K q = (7, 1), scores 7, 1, 15 for The, bank, river (by hand): river still wins, and is named
+    feedback = ex.feedback(RIVER.W_K.T)
+    assert feedback.mistake == "still_prefers" and "still prefers 'river' to 'The'" in feedback.text
+    # W_K q = (1, 2): scores 1, 2, 4; bank beats The, but river is the word with the highest score: named
+    feedback = ex.feedback(np.array([[1.0, 0.0], [-1.0, 1.0]]))
+    assert feedback.mistake == "still_prefers" and "'river'" in feedback.text, feedback.text
+    assert ex.feedback(np.zeros((2, 2))).mistake == "tie"      # every word scores 0: a tie is not a win
+    # W_K q = (-1, -1) gives scores -1, -1, -3: The and bank tie (by hand)
+    assert ex.feedback(np.array([[-0.25, -0.25], [-0.25, -0.25]])).mistake == "tie"
     assert ex.feedback(np.ones(2)).mistake == "shape"
+    assert ex.feedback(RIVER.X @ RIVER.W_K).mistake == "keys_given"   # (3, 2): one row per word
 
 
 def test_key_design_refuses_an_instructors_impossible_or_empty_task():
-    with pytest.raises(ValueError, match="already gets the largest weight"):
-        _design(target="river")
-    with pytest.raises(ValueError, match="target must be another word"):
-        _design(target="bank")
+    with pytest.raises(ValueError, match="already prefers 'river' over every other word"):
+        _design(prefer="river")
+    with pytest.raises(ValueError, match="prefer must be one of the tokens"):
+        _design(prefer="steep")
     X = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])        # c lies between a and b: c . u is their mean
     with pytest.raises(ValueError, match="no W_K was found"):
-        KeyDesignExercise(X, np.eye(2), np.eye(2), ["a", "b", "c"], query="a", target="c")
+        KeyDesignExercise(X, np.eye(2), np.eye(2), ["a", "b", "c"], query="a", prefer="c")
+
+
+def test_one_class_serves_both_notebooks_and_over_none_means_every_other_word():
+    # notebook 02's exercise with over given: 'The' over 'river' alone is a weaker property than over every word
+    pair = _design(over="river")
+    W = np.array([[1.0, 0.0], [-1.0, 1.0]])                   # scores 1, 2, 4 as above: The still below river
+    assert pair.feedback(W).mistake == "still_prefers"
+    W = np.array([[0.0, 0.0], [-0.25, -0.25]])                # W_K q = (0, -1): scores 0, -1, -1
+    assert pair.feedback(W).correct and _design().feedback(W).correct
+    W = np.array([[0.25, 0.25], [-0.5, -0.5]])                # W_K q = (1, -2): scores 1, -2, 0: The wins
+    assert pair.feedback(W).correct and _design().feedback(W).correct
+    W = np.array([[-0.25, -0.25], [0.0, 0.0]])                # W_K q = (-1, 0): scores -1, 0, -2
+    assert pair.feedback(W).correct                            # The above river ...
+    assert _design().feedback(W).mistake == "itself"           # ... but bank's own key is highest
+    for ex in (pair, _design()):
+        assert "Many other matrices are right too" in ex.solution().text
+        namespace = {"np": np}
+        exec(ex.solution().text, namespace)
+        assert ex.feedback(namespace["answer"]).correct
+
+
+def test_the_solution_is_searched_for_when_the_simple_construction_fails():
+    # a = (0, 3), b = (-1, 0), c = (-2, -1); a's query with W_Q = I is (0, 3). The simple u, b minus the mean of the
+    # others, (0, -1), scores a -3, b 0, c 1: c wins. By hand, the widest u is the point of the segment from b - a =
+    # (-1, -3) to b - c = (1, 1) nearest 0, (0.4, -0.2), margin 0.2; divided by it, u = (2, -1): scores -3, -2, -3.
+    X = np.array([[0.0, 3.0], [-1.0, 0.0], [-2.0, -1.0]])
+    ex = KeyDesignExercise(X, np.eye(2), np.eye(2), ["a", "b", "c"], query="a", prefer="b")
+    assert ex.feedback(np.outer([0.0, -1.0], [0.0, 3.0]) / 9).mistake == "still_prefers"
+    assert "u = [ 2. -1.]" in ex.solution().text
+    namespace = {"np": np}
+    exec(ex.solution().text, namespace)
+    assert ex.feedback(namespace["answer"]).correct
 
 
 @pytest.mark.parametrize("answer", [None, 3.5, [[1, 2], [3]], object(), "W_K", np.full((2, 2), np.inf), [[None, 1], [2, 3]]])

@@ -50,7 +50,8 @@ below imports this package):
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       notebook 11: run_with_your_attention (your attention inside the real model, judged),
                     check_your_block (your encoder block), heatmap_claims (its exercise of understanding)
-    key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
+    key_design.py   notebooks 01-02: design W_K so that a query prefers a word (many right answers);
+                    notebook 01: which claim a heatmap supports
     limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on

@@ -452,9 +452,16 @@ class ChoiceExercise(_Exercise):
     A learner may answer with the key in quotes ('a', '(a)', ' A '), with
     the text of an option, and, when the keys are "yes" and "no", with True
     or False. Feedback keys: None when right, ``chose_<key>`` for a wrong
-    option, ``not_a_choice`` for anything else. Raises ValueError (naming
-    the argument) only for an instructor's bad ``options`` or ``answer``.
+    option, ``not_a_choice`` for anything else. A subclass whose wrong
+    options stand for named misconceptions sets ``named``, a dict mapping an
+    option key to the mistake's key, which then replaces ``chose_<key>``
+    (the exercises of understanding of notebooks 02, 03 and 07). Raises
+    ValueError (naming the argument) only for an instructor's bad
+    ``options`` or ``answer``.
     """
+
+    #: option key -> the key of the misconception behind it (replaces chose_<key>)
+    named = {}
 
     def __init__(self, question, options, answer, why=None, hint="", solution=None):
         self.OPTIONS = {str(k).lower(): str(v) for k, v in dict(options).items()}
@@ -519,7 +526,7 @@ class ChoiceExercise(_Exercise):
             return self.fallback
         if key == self.answer:
             return Feedback(True, None, "Correct! " + self._why(key))
-        return Feedback(False, f"chose_{key}", "Not quite. " + self._why(key))
+        return Feedback(False, self.named.get(key) or f"chose_{key}", "Not quite. " + self._why(key))
 
     def _why(self, key):
         return self.why.get(key, "")

@@ -4,8 +4,8 @@
 keeps a random stack's tokens apart, for settings the notebook has not shown.
 Its right option is measured with ``stack_residuals`` from the inputs (so an
 instructor who edits them edits nothing else), and each wrong option is named
-after the misconception that leads to it: the feedback key is that name, not
-``chose_<option>``. (Notebook 07's other exercise, the convex hull, is
+after the misconception that leads to it (ChoiceExercise's ``named``): the feedback key is that
+name, not ``chose_<option>``. (Notebook 07's other exercise, the convex hull, is
 ``HullExercise`` in order.py.)
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from helpers.depth import LAYOUTS, stack_residuals
 from helpers.exercises.base import ChoiceExercise, _matrix
-from helpers.exercises.feedback import Feedback, _comment
+from helpers.exercises.feedback import _comment
 
 __all__ = ["LayoutExercise"]
 
@@ -46,25 +46,6 @@ MISCONCEPTIONS = {
         "In pre-LN the stream grows and each branch becomes a smaller part of it, but for these settings "
         "that was not enough: measure it."),
 }
-
-
-class _NamedChoice(ChoiceExercise):
-    """A ChoiceExercise whose wrong options carry the name of their misconception as the feedback key.
-
-    ``self.named`` maps an option key to a mistake key; options without a
-    name keep ``chose_<option>``. (The same rule as the exercises of
-    understanding of notebooks 02 and 03.)
-    """
-
-    named = {}
-
-    def _feedback(self, answer):
-        feedback = super()._feedback(answer)
-        if feedback.mistake and feedback.mistake.startswith("chose_"):
-            key = self.named.get(feedback.mistake[len("chose_"):])
-            if key:
-                return Feedback(False, key, feedback.text)
-        return feedback
 
 
 FLOOR = 1e-12
@@ -99,7 +80,7 @@ def the_one_that_keeps(lowest, keep):
     return kept[0]
 
 
-class LayoutExercise(_NamedChoice):
+class LayoutExercise(ChoiceExercise):
     """Predict which layout keeps a random stack's tokens apart (rank collapse, Dong et al. 2021).
 
     X : array (n, d_model), the token vectors entering the stack.

@@ -3,7 +3,9 @@
 Each is a :class:`ChoiceExercise` whose right option is computed from the
 inputs the notebook shows (so an instructor who edits them edits nothing
 else), and whose wrong options are named after the misconception that leads
-to them: the feedback key is that name, not ``chose_<option>``.
+to them (ChoiceExercise's ``named``): the feedback key is that name, not
+``chose_<option>``. Notebook 02's design exercise is ``KeyDesignExercise``
+in key_design.py, shared with notebook 01.
 
 - :class:`LeanOnExercise` (notebook 02): which word a query leans on most in
   a sentence it has not seen. Wrong answers: the longest key, the key that
@@ -12,10 +14,6 @@ to them: the feedback key is that name, not ``chose_<option>``.
 - :class:`SpreadGrowthExercise` (notebook 03): how the typical gap between
   two unscaled scores grows when d_k is multiplied (by the square root of
   the factor; the factor itself is the variance's growth).
-- :class:`KeyDesignExercise` (notebook 02): design a W_K that makes a query
-  lean on another word; many answers are right, so the checker checks the
-  property (that word gets the largest weight), and names the W_K that only
-  rescales the old one (``order_kept``) or makes the word lean on itself.
 - :class:`SaturatedRowExercise` (notebook 03): which of two rows of raw
   scores, each with its own d_k, puts nearly all its weight on one key once
   scaled; judging the raw scores (``no_scaling``) is the named mistake.
@@ -26,31 +24,12 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.exercises.base import ChoiceExercise, _Exercise, _index, _matrix
-from helpers.exercises.feedback import Feedback, _fmt, _read
+from helpers.exercises.base import ChoiceExercise, _index, _matrix
 
-__all__ = ["LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise", "KeyDesignExercise"]
-
-
-class _NamedChoice(ChoiceExercise):
-    """A ChoiceExercise whose wrong options carry the name of their misconception as the feedback key.
-
-    ``self.named`` maps an option key to a mistake key; options without a
-    name keep ``chose_<option>``.
-    """
-
-    named = {}
-
-    def _feedback(self, answer):
-        feedback = super()._feedback(answer)
-        if feedback.mistake and feedback.mistake.startswith("chose_"):
-            key = self.named.get(feedback.mistake[len("chose_"):])
-            if key:
-                return Feedback(False, key, feedback.text)
-        return feedback
+__all__ = ["LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise"]
 
 
-class LeanOnExercise(_NamedChoice):
+class LeanOnExercise(ChoiceExercise):
     """Predict the word a query leans on most: the largest score, not the longest key.
 
     X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k); tokens: the n
@@ -120,7 +99,7 @@ class LeanOnExercise(_NamedChoice):
         print("  words:", ", ".join(self.OPTIONS.values()))
 
 
-class SpreadGrowthExercise(_NamedChoice):
+class SpreadGrowthExercise(ChoiceExercise):
     """Predict how the typical gap between two unscaled scores grows when d_k is multiplied.
 
     With independent entries of mean 0 and variance 1, q . k has variance
@@ -157,7 +136,7 @@ class SpreadGrowthExercise(_NamedChoice):
                  "of the variance, or of its square root?")
 
 
-class SaturatedRowExercise(_NamedChoice):
+class SaturatedRowExercise(ChoiceExercise):
     """Predict which of two rows of raw scores saturates once divided by its own sqrt(d_k).
 
     rows: dict mapping a row's name (e.g. "A") to (raw scores, d_k).
@@ -222,100 +201,3 @@ class SaturatedRowExercise(_NamedChoice):
         for key, (scores, d_k) in self.rows.items():
             print(f"  row {key.upper()}: d_k = {d_k:5d}, raw scores {np.array2string(scores, precision=1)}")
         print("  options: " + ", ".join(repr(k) for k in self.OPTIONS))
-
-
-class KeyDesignExercise(_Exercise):
-    """Design a W_K with which ``query`` gives ``target`` the largest attention weight.
-
-    X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k), W_K the one to
-    replace; tokens: the n words. The answer is a new W_K of W_K's shape. It
-    is right when, with the scaled weights softmax(q K^T / sqrt(d_k)) of
-    Vaswani et al. (2017, sec. 3.2.1), ``target`` gets more weight than any
-    other word (by more than 1e-9). Feedback keys: None, ``order_kept`` (a
-    positive multiple of the old W_K: every score scales alike, the order
-    stays), ``itself`` (the query word now wins), ``other_word_wins`` (another
-    word still wins; the weights are shown), ``shape``, and the readers'
-    ``not_numbers``, ``nan_inf``... Never raises on an answer; raises
-    ValueError naming the argument for an instructor's bad inputs, or when the
-    old W_K already gives ``target`` the largest weight.
-    """
-
-    def __init__(self, X, W_Q, W_K, tokens, query="bank", target="The"):
-        self.X, self.W_Q, self.W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
-        if self.W_Q.shape != self.W_K.shape or self.W_Q.shape[0] != self.X.shape[1]:
-            raise ValueError(f"W_Q and W_K must both be (d_model, d_k) with d_model = {self.X.shape[1]}; "
-                             f"got W_Q {self.W_Q.shape}, W_K {self.W_K.shape}")
-        self.tokens = [str(t) for t in tokens]
-        if len(self.tokens) != self.X.shape[0]:
-            raise ValueError(f"tokens must give one word per row of X ({self.X.shape[0]}); got {len(self.tokens)}")
-        self.i, self.j = _index(self.tokens, query, "query"), _index(self.tokens, target, "target")
-        if self.i == self.j:
-            raise ValueError(f"target must be another word than the query; got {target!r} for both")
-        if self._winner(self.W_K) == self.j:
-            raise ValueError(f"target {target!r} already gets the largest weight with this W_K: nothing to design")
-        self.query, self.target = query, target
-        self.hint_text = (f"A word x scores x @ (W_K @ q) against {query}'s query q, so only the vector u = W_K @ q "
-                          f"matters. Write each word's score with u = (u1, u2, ...), and choose u so that "
-                          f"{target}'s score beats every other; then find a W_K with W_K @ q = u.")
-        self.solution_text = self._solution()
-
-    def _weights(self, W_K):
-        q, K = self.X[self.i] @ self.W_Q, self.X @ W_K
-        s = K @ q / np.sqrt(K.shape[-1])
-        return softmax(s)
-
-    def _winner(self, W_K):
-        w = self._weights(W_K)
-        top = int(np.argmax(w))
-        return top if np.all(np.delete(w, top) < w[top] - 1e-9) else None
-
-    def _solution(self):
-        q = self.X[self.i] @ self.W_Q
-        # One u that works: the target's own vector minus the mean of the others' (its score is then the
-        # highest whenever the target's vector stands apart), lengthened until the target clearly wins.
-        base = self.X[self.j] - np.delete(self.X, self.j, axis=0).mean(axis=0)
-        directions = [base] + list(np.random.default_rng(0).standard_normal((64, self.X.shape[1])))
-        found = None
-        for direction in directions:              # the first that works; seeded, so always the same
-            for scale in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0):
-                u = scale * direction
-                W = np.outer(u, q) / (q @ q)      # W_K @ q = u: one such W_K, (d_model, d_k)
-                if self._winner(W) == self.j and self._weights(W)[self.j] >= 0.7:
-                    found = (u, W)
-                    break
-            if found:
-                break
-        if found is None:
-            raise ValueError(f"target {self.target!r}: no W_K was found that gives it the largest weight "
-                             "(its vector may lie between the other words' vectors); choose another target")
-        u, W = found
-        return (f"# A word x scores x @ (W_K @ q) with q = {self.query}'s query = {_fmt(q)}: choose u = W_K @ q\n"
-                f"# so that {self.target} scores highest, e.g. u = {_fmt(u)} (scores {_fmt(self.X @ u)}),\n"
-                f"# then any W_K with W_K @ q = u, e.g. np.outer(u, q) / (q @ q).\n"
-                f"answer = np.array({np.round(W, 6).tolist()})")
-
-    def _feedback(self, answer):
-        arr, problem = _read(answer)
-        if problem is not None:
-            return problem
-        if arr.shape != self.W_K.shape:
-            return Feedback(False, "shape", f"Wrong shape: a new W_K is {self.W_K.shape[0]} x {self.W_K.shape[1]}, "
-                                            f"as the old one (d_model x d_k); yours has shape {arr.shape}.")
-        if not np.all(np.isfinite(arr)):
-            return Feedback(False, "nan_inf", "Your W_K contains NaN or inf: give ordinary numbers.")
-        w = self._weights(arr)
-        shown = ", ".join(f"{t} {x:.3f}" for t, x in zip(self.tokens, w))
-        winner = self._winner(arr)
-        if winner == self.j:
-            return Feedback(True, None, f"Correct! With your W_K, {self.query}'s weights are {shown}: "
-                                        f"{self.target} wins, with the same query and the same word vectors.")
-        flat_old, flat_new = self.W_K.ravel(), arr.ravel()
-        c = float(flat_new @ flat_old / (flat_old @ flat_old))
-        if c > 0 and np.allclose(arr, c * self.W_K, atol=1e-9):
-            return Feedback(False, "order_kept", f"Not yet: your W_K is {c:g} times the old one, so every score is "
-                                                 f"{c:g} times as large and their order stays ({shown}). Change the "
-                                                 "direction of the keys, not their size.")
-        if winner == self.i:
-            return Feedback(False, "itself", f"Not yet: now {self.query} scores its own key highest ({shown}).")
-        return Feedback(False, "other_word_wins", f"Not yet: with your W_K, {self.query}'s weights are {shown}; "
-                                                  f"{self.target} must get the most.")
