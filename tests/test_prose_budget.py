@@ -39,7 +39,6 @@ NOT_YET_REWRITTEN = {
     for name in (
         "02_two_senses.ipynb",
         "03_scaling.ipynb",
-        "05_multi_head.ipynb",
         "06_order_and_position.ipynb",
         "07_limits.ipynb",
         "08_cost_and_tiling.ipynb",
