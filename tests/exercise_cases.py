@@ -539,10 +539,10 @@ CASES = {
             ("other_exercise", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)", "x split into 3 heads"),
         ],
         "ex_heads": [
-            (None, "answer = 'b'", "16,777,216"),
+            (None, "answer = 'b'", "6,291,456"),  # 24 heads x 512 x 512, by hand
             (None, "answer = '(B)'"),
             ("not_attempted", "answer = ..."),
-            ("everything_grows", "answer = 'a'", "1,048,576 parameters"),
+            ("everything_grows", "answer = 'a'", "2,359,296 parameters"),  # 4 x 768 x 768
             ("nothing_changes", "answer = 'c'"),
             ("parameters_shrink", "answer = 'd'"),
             ("not_a_choice", "answer = 'e'"),
