@@ -109,12 +109,16 @@ PHRASES = {
     "no_padding": "causal mask alone",
     "no_causal": "padding mask by itself",
     "not_broadcast": "in shape (B, n_k)",
-    "reshape_no_transpose": "without a transpose",
-    "heads_not_first": "tokens first",
+    "reshape_without_transpose": "without a transpose",
+    "heads_last": "tokens first",
     "interleaved": "dealt out in turn",
     "one_head": "the weights of one head",
     "split_like_features": "the weights are not",
     "one_per_token": "one weight per head per token",
+    # notebook 05, issue 21 sec. 4: what changing num_heads changes
+    "everything_grows": "More heads are not more matrices",
+    "nothing_changes": "but the weights do not",
+    "parameters_shrink": "but there are more of them",
     # notebook 04, issues 21-22: predicting the row sums of a mask applied after the softmax
     "rows_sum_to_one": "masking BEFORE the softmax gives",
     "share_by_count": "counts the allowed keys",
@@ -528,8 +532,8 @@ CASES = {
             (None, "answer = np.stack(np.split(x6, 3, axis=1))"),
             (None, "answer = split_heads(x6, 3)"),
             ("not_attempted", "answer = ..."),
-            ("reshape_no_transpose", "answer = x6.reshape(3, 4, 2)", "Right shape, wrong numbers"),
-            ("heads_not_first", "answer = x6.reshape(4, 3, 2)"),
+            ("reshape_without_transpose", "answer = x6.reshape(3, 4, 2)", "Right shape, wrong numbers"),
+            ("heads_last", "answer = x6.reshape(4, 3, 2)"),
             ("interleaved", "answer = x6.reshape(4, 2, 3).transpose(2, 0, 1)"),
             ("shape", "answer = x6.reshape(3, 8)", "(3, 4, 2)"),
             ("different", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2) + 1"),
@@ -544,6 +548,16 @@ CASES = {
             ("one_per_token", "answer = 8 * 2048"),
             ("different", "answer = 2048 * 512"),
             ("other_exercise", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)", "x split into 3 heads"),
+        ],
+        "ex_heads": [
+            (None, "answer = 'b'", "6,291,456"),  # 24 heads x 512 x 512, by hand
+            (None, "answer = '(B)'"),
+            ("not_attempted", "answer = ..."),
+            ("everything_grows", "answer = 'a'", "2,359,296 parameters"),  # 4 x 768 x 768
+            ("nothing_changes", "answer = 'c'"),
+            ("parameters_shrink", "answer = 'd'"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_a_choice", "answer = 16"),
         ],
     },
     "11_real_model.ipynb": {

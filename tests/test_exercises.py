@@ -663,3 +663,19 @@ def test_the_softmax_gradient_accepts_a_hidden_querys_row_and_names_the_missing_
     assert ex.feedback(w * g).mistake == "missing_sum_term"                  # the key the checker uses too
     with pytest.raises(ValueError, match="weights must be one row"):
         SoftmaxGradientExercise(np.array([0.2, 0.2, 0.2]), g, ["a", "b", "c"])
+
+
+def test_heads_change_answer_is_measured_from_the_layer_counts():
+    from helpers.exercises import HeadsChangeExercise
+    from helpers.exercises.masks_heads import layer_counts
+    # By hand (Vaswani et al. 2017, sec. 3.2.2 shapes): 4 d_model^2 parameters; 4 n d_model^2 for the projections
+    # and output plus 2 n^2 d_model for the scores and the weighted values, whatever num_heads; h n^2 weights.
+    assert layer_counts(1024, 512, 8) == (4 * 512**2, 4 * 1024 * 512**2 + 2 * 1024**2 * 512, 8 * 1024**2)
+    assert layer_counts(1024, 512, 16)[:2] == layer_counts(1024, 512, 8)[:2]
+    for sizes in [(1024, 512, 8, 16), (7, 12, 1, 3), (3, 6, 2, 6)]:
+        ex = HeadsChangeExercise(*sizes)
+        assert ex.answer == "b" and ex.feedback("b").correct
+        assert {ex.feedback(k).mistake for k in "acd"} == {"everything_grows", "nothing_changes", "parameters_shrink"}
+    for bad in [(4, 12, 5, 10), (4, 12, 2, 3), (4, 12, 2, 2)]:
+        with pytest.raises(ValueError, match="num_heads"):
+            HeadsChangeExercise(*bad)

@@ -66,7 +66,8 @@ from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diag
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
 from helpers.exercises.limits import LayoutExercise
-from helpers.exercises.masks_heads import MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise, WeightsCountExercise
+from helpers.exercises.masks_heads import (HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise,
+                                          WeightsCountExercise)
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
 from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
@@ -88,7 +89,7 @@ __all__ = [
     "solution",
     "ScoreExercise", "SoftmaxRowExercise", "AttentionWeightsExercise", "ProjectionExercise", "OutputExercise",
     "DkPredictionExercise", "ScoreVarianceExercise",
-    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise",
+    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "HeadsChangeExercise",
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "GradientStepExercise",

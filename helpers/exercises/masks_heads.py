@@ -1,4 +1,5 @@
-"""Exercises of notebooks 04 and 05: the row sums of a mask applied after the softmax, split_heads, counting weights;
+"""Exercises of notebooks 04 and 05: the row sums of a mask applied after the softmax, split_heads, counting weights,
+what changing num_heads changes;
 and the combined causal and padding mask of a batch, which no notebook asks since notebook 04 builds the masks
 (kept for instructors)."""
 
@@ -6,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises.base import _Exercise, _Names, _NumericExercise, _code, _matrix, _whole
+from helpers.exercises.base import ChoiceExercise, _Exercise, _Names, _NumericExercise, _code, _matrix, _whole
 from helpers.exercises.feedback import EXACT_ATOL, Feedback, _comment, _fmt, _shape_words
 from helpers.inputs import refuse_masked_array
 
 __all__ = [
-    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "MaskedRowSumsExercise",
+    "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "MaskedRowSumsExercise", "HeadsChangeExercise",
 ]
 
 
@@ -168,12 +169,12 @@ class SplitHeadsExercise(_NumericExercise):
         self.title = f"x split into {num_heads} heads"
         self.labels_rows = None
         variants = [
-            ("reshape_no_transpose",
+            ("reshape_without_transpose",
              f"Right shape, wrong numbers: you reshaped straight to ({num_heads}, {n}, {d_k}) without a transpose. "
              "A reshape reads the numbers row by row, so one head's block takes features of several tokens. "
              f"Reshape to (n, num_heads, d_k) = ({n}, {num_heads}, {d_k}) first, then swap the first two axes: "
              ".transpose(1, 0, 2).", x.reshape(num_heads, n, d_k)),
-            ("heads_not_first",
+            ("heads_last",
              f"The features are cut right, but your axes are (n, num_heads, d_k) = ({n}, {num_heads}, {d_k}): "
              "tokens first. Bring the heads axis to the front with .transpose(1, 0, 2).",
              x.reshape(n, num_heads, d_k) if n != num_heads else None),
@@ -286,3 +287,67 @@ class MaskedRowSumsExercise(_NumericExercise):
         ])
         self.correct_note = ("Each row keeps the share of the exponentials its allowed keys hold, and only a row "
                              "that hides nothing still sums to 1.")
+
+
+def layer_counts(n, d_model, num_heads):
+    """(parameters, multiply-adds, attention weights) of one multi-head self-attention layer over n tokens.
+
+    Parameters: W_Q, W_K, W_V, W_O, each (d_model, d_model). Multiply-adds: the three projections and the output
+    product, n d_model^2 each, plus per head the scores (n d_k n) and the weighted values (n n d_v), with
+    d_k = d_v = d_model / num_heads. Weights: num_heads * n * n (Vaswani et al. 2017, section 3.2.2).
+    Raises ValueError unless num_heads divides d_model.
+    """
+    n, d_model, num_heads = _whole(n, "n"), _whole(d_model, "d_model"), _whole(num_heads, "num_heads")
+    if d_model % num_heads:
+        raise ValueError(f"num_heads must divide d_model = {d_model}; got {num_heads}")
+    d_k = d_model // num_heads
+    return 4 * d_model * d_model, 4 * n * d_model * d_model + num_heads * 2 * n * n * d_k, num_heads * n * n
+
+
+class HeadsChangeExercise(ChoiceExercise):
+    """What changes when one layer is split into more heads? A choice, its answer measured from the counts.
+
+    n: tokens; d_model: width; num_heads, new_num_heads: the split before and after (both divide d_model,
+    new_num_heads a multiple of num_heads). The right option is the one whose claim about the parameters,
+    the multiply-adds and the attention weights matches :func:`layer_counts`. Feedback keys: None when
+    right; ``everything_grows`` (more heads taken for more matrices), ``nothing_changes`` (the weights
+    taken to be split like the features), ``parameters_shrink`` (narrower heads taken for fewer
+    parameters); ``not_a_choice`` for anything else. Raises ValueError for sizes that do not divide.
+    """
+
+    NAMED = {"a": "everything_grows", "c": "nothing_changes", "d": "parameters_shrink"}
+
+    def __init__(self, n, d_model, num_heads, new_num_heads):
+        before, after = layer_counts(n, d_model, num_heads), layer_counts(n, d_model, new_num_heads)
+        if new_num_heads % num_heads or new_num_heads == num_heads:
+            raise ValueError(f"new_num_heads must be a larger multiple of num_heads = {num_heads}; got {new_num_heads}")
+        r = new_num_heads // num_heads
+        claims = {"a": (r, r, r), "b": (1, 1, r), "c": (1, 1, 1), "d": (1 / r, 1, r)}
+        measured = tuple(a / b for a, b in zip(after, before))
+        answer = next(k for k, c in claims.items() if np.allclose(c, measured))
+        p, m, w = before
+        d_k, new_d_k = d_model // num_heads, d_model // new_num_heads
+        super().__init__(
+            question=(f"A layer with d_model = {d_model} reads {n} tokens with {num_heads} heads of d_k = {d_k}. "
+                      f"You split it into {new_num_heads} heads of d_k = {new_d_k} instead. What changes?"),
+            options={"a": f"parameters, multiply-adds and attention weights all grow {r}-fold",
+                     "b": f"the attention weights grow {r}-fold; parameters and multiply-adds stay the same",
+                     "c": "nothing changes in size: the same four matrices and the same products",
+                     "d": f"the parameters shrink {r}-fold, since each head's blocks are narrower"},
+            answer=answer,
+            why={"b": (f"The heads share W_Q, W_K, W_V as blocks of columns ({p:,} parameters either way), and each "
+                       f"head's scores cost n · n · d_k, so num_heads × d_k = d_model keeps {m:,} multiply-adds. "
+                       f"But every head has its own n × n weights: {w:,} become {after[2]:,}."),
+                 "a": ("More heads are not more matrices: the heads are blocks of columns of the same W_Q, W_K, W_V, "
+                       f"so the layer keeps {p:,} parameters, and narrower heads do the same {m:,} multiply-adds."),
+                 "c": ("Parameters and multiply-adds stay, but the weights do not: each head has its own n × n "
+                       f"matrix, so the weights grow from {w:,} to {after[2]:,}."),
+                 "d": (f"Each head's blocks are narrower, but there are more of them: W_Q, W_K, W_V, W_O keep their "
+                       f"{p:,} parameters.")},
+            hint="Count the matrices of the layer, then the cost of one head's scores, then how many n × n matrices there are.")
+
+    def _feedback(self, answer):
+        fb = super()._feedback(answer)
+        if fb.mistake and fb.mistake.startswith("chose_"):
+            return Feedback(False, self.NAMED.get(fb.mistake[len("chose_"):], fb.mistake), fb.text)
+        return fb
