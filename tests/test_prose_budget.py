@@ -43,7 +43,6 @@ NOT_YET_REWRITTEN = {
         "06_order_and_position.ipynb",
         "07_limits.ipynb",
         "08_cost_and_tiling.ipynb",
-        "09_learning.ipynb",
         "11_real_model.ipynb",
     )
 }

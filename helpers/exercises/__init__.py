@@ -60,7 +60,7 @@ from helpers.exercises.base import ChoiceExercise, _NumericExercise, exercise  #
 from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
 from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
-from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
+from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise
 from helpers.exercises.masks_heads import MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
@@ -83,7 +83,7 @@ __all__ = [
     "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise",
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
-    "SoftmaxGradientExercise", "GradientStepExercise",
+    "SoftmaxGradientExercise", "ZeroGradientExercise",
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",
