@@ -383,17 +383,6 @@ def test_numerical_gradient_refuses_a_low_precision_loss(dtype):
     assert np.allclose(numerical_gradient(lambda v: np.float64(v @ v), x), 2 * x, atol=1e-8)
 
 
-def test_the_build_cell_stores_not_attempted_after_its_build_section():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    cell = next(c for c in nb.cells if c.cell_type == "code"
-                and c.source.strip() == 'diagnose(workbook.softmax_backward, piece="softmax_backward")')
-    shown = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
-    assert shown.startswith("Not attempted yet"), shown
-    before = nb.cells[nb.cells.index(cell) - 1]
-    assert before.cell_type == "markdown" and before.source.startswith("## Build it: softmax_backward")
-    assert "open `workbook.py`" in before.source.lower() and "**the trap:**" in before.source.lower()
-
-
 def test_the_gradient_of_w_v_by_hand_is_the_chain_rule_the_notebook_writes():
     # the notebook's three steps: dL/d(out) = dL/dlogits W_out^T, dL/dV = weights^T dL/d(out), dL/dW_V = X^T dL/dV
     s = BANK_SETUP
