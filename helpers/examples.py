@@ -216,7 +216,8 @@ class SourceAudit:
     recorded comparison in full, entry by entry, with a column saying
     "yes", or "no, rounded first" where the source rounded an earlier step
     (followed by the source's note on why), or "no, unexplained".
-    With ``quiet=True``, ``check`` records without printing, and
+    With ``quiet=True``, ``check`` records without printing (as ``record``
+    does), and
     ``audit.summary(published)`` prints the one line a notebook's main path
     keeps (issue 22): how many published numbers are reproduced, and how many
     differ only by the source's rounding.
@@ -234,12 +235,19 @@ class SourceAudit:
         self.source, self.table_at, self.quiet = source, table_at, quiet
         self.records = []
 
+    def record(self, ours, published, labels=None, extra=2):
+        """Record a comparison for ``summary`` and ``table`` without printing; returns where ours matches.
+
+        Shapes and labels are checked now (ValueError naming the argument), not at the end.
+        """
+        _check_compare_args(published, extra)
+        _compare_lines(ours, published, labels, extra)
+        self.records.append((np.array(ours, dtype=float), published, labels, extra))
+        return np.ravel(matches(ours, published))
+
     def check(self, ours, published, labels=None, extra=2):
         """Print one line: does ``ours`` match ``published`` to its rounding? Records it for ``table``."""
-        _check_compare_args(published, extra)
-        _compare_lines(ours, published, labels, extra)          # checks shapes and labels now, not at the end
-        ok = np.ravel(matches(ours, published))
-        self.records.append((np.array(ours, dtype=float), published, labels, extra))
+        ok = self.record(ours, published, labels, extra)
         if self.quiet:
             return
         if ok.all():
@@ -273,13 +281,14 @@ class SourceAudit:
             checked = {p.name for _, p, _, _ in self.records}
             missing = [name for name in published if name not in checked]
         if unexplained:
-            print(f"{entries - rounded - unexplained} of {entries} numbers {self.source} publishes match ours; "
-                  f"{rounded} differ only by the source's rounding and {unexplained} differ unexplained, "
+            print(f"{entries - rounded - unexplained} of {entries} numbers published by {self.source} match ours; "
+                  f"{rounded} differ{'s' if rounded == 1 else ''} only by the published rounding and {unexplained} "
+                  f"differ{'s' if unexplained == 1 else ''} unexplained, "
                   f"listed in {self.table_at}")
         else:
             scope = "all " if not missing else ""
-            print(f"{scope}{entries} numbers {self.source} publishes are reproduced; {rounded} differ only by the "
-                  f"source's rounding, listed in {self.table_at}")
+            print(f"{scope}{entries} numbers published by {self.source} are reproduced; {rounded} "
+                  f"differ{'s' if rounded == 1 else ''} only by the published rounding, listed in {self.table_at}")
         if missing:
             print(f"not checked: {', '.join(missing)}")
 

@@ -844,3 +844,72 @@ def weights_row_html(row, key_labels, title="", marked=None, decimals=3):
 
 
 _install_description_formatter()
+
+
+# --------------------------------------------------------------------------
+# Notebook 03: how large the gradient that reaches the query is, one panel per key width.
+# --------------------------------------------------------------------------
+
+__all__ += ["size_histograms"]
+
+
+def size_histograms(samples, floor, xlabel="size of dL/dq", title="", bins=24):
+    """One histogram panel per key width: the sizes of many rows' gradients, scaled beside unscaled.
+
+    samples: {panel title (e.g. "d_k = 64"): {"scaled": 1-D sizes, "unscaled": 1-D sizes}}.
+    floor: {panel title: a positive size}; a size below it ("almost nothing") is
+        counted in a bar of its own at the left edge, marked by a dotted line.
+    The x axis is logarithmic and shared by every panel. Scaled rows are a filled
+    blue histogram, unscaled rows an orange outline, dashed and hatched: the two
+    differ in more than hue. Returns the Figure.
+    Raises ValueError naming the argument for an empty, non-finite or negative sample,
+    a floor that is not positive, or a panel without both series.
+    """
+    if not isinstance(samples, dict) or not samples:
+        raise ValueError(f"samples must map panel titles to {{'scaled': sizes, 'unscaled': sizes}}; got {samples!r}")
+    checked = {}
+    for panel, series in samples.items():
+        if not isinstance(series, dict) or set(series) != {"scaled", "unscaled"}:
+            raise ValueError(f"samples[{panel!r}] must have exactly the keys 'scaled' and 'unscaled'; got {series!r}")
+        f = float(floor.get(panel, np.nan)) if isinstance(floor, dict) else np.nan
+        if not np.isfinite(f) or f <= 0:
+            raise ValueError(f"floor[{panel!r}] must be a positive size; got {floor!r}")
+        arrays = {}
+        for name, values in series.items():
+            a = _as_checked_array(values, f"samples[{panel!r}][{name!r}]").ravel()
+            if a.size == 0 or np.any(a < 0):
+                raise ValueError(f"samples[{panel!r}][{name!r}] must be non-empty sizes (>= 0); got {a.size} values")
+            arrays[name] = a
+        checked[panel] = (arrays, f)
+    low = min(f for _, f in checked.values()) / 10
+    high = max(max(a.max() for a in arrays.values()) for arrays, _ in checked.values()) * 1.5
+    edges = np.geomspace(low, high, bins + 1)
+    fig, axes = plt.subplots(1, len(checked), figsize=(2.8 * len(checked), 2.7), sharex=True, sharey=True,
+                             layout="constrained", squeeze=False)
+    said = []
+    for ax, (panel, (arrays, f)) in zip(axes[0], checked.items()):
+        parts = []
+        for name, style in (("scaled", dict(histtype="stepfilled", alpha=0.55, color=SCALED_STYLE[0],
+                                             edgecolor=SCALED_STYLE[0], linestyle="-")),
+                            ("unscaled", dict(histtype="step", color=UNSCALED_STYLE[0], linestyle="--",
+                                              linewidth=1.8, hatch="//"))):
+            a = np.clip(arrays[name], low * 1.01, None)          # "almost nothing" lands in the first bar
+            ax.hist(a, bins=edges, weights=np.full(a.size, 1 / a.size), label=name, **style)
+            parts.append(f"{name}: median {np.median(arrays[name]):.3g}, "
+                         f"{np.mean(arrays[name] < f):.0%} below {f:.2g}")
+        ax.axvline(f, color="0.3", linestyle=":", linewidth=1.2)
+        ax.annotate(" \u2190 almost nothing", xy=(f, 0.97), xycoords=("data", "axes fraction"), ha="left", va="top",
+                    fontsize=7, color="0.25")
+        ax.set_xscale("log")
+        ax.set_title(panel, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+        said.append(f"{panel}: " + "; ".join(parts))
+    axes[0][0].set_ylabel("share of rows")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=8, loc="outside right upper")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    describe(fig, (f"'{title}': " if title else "") + f"histograms of {xlabel} (logarithmic axis), one panel per "
+             "key width, scaled filled, unscaled dashed outline; the dotted line marks 'almost nothing'; "
+             + "; ".join(said) + ".")
+    return fig

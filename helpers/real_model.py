@@ -379,6 +379,66 @@ class MiniLM:
                 "ln_ffn": (f64(p + "output.LayerNorm.weight"), f64(p + "output.LayerNorm.bias")),
             })
 
+    # ---- one layer's weights, for a block of your own ---------------------
+
+    def layer_parameters(self, layer):
+        """The weights of one encoder layer under the field's names, as fresh float64 copies.
+
+        layer : int, 0 .. num_layers - 1 (counted from 0).
+
+        Returns a dict: the attention's projections W_Q, W_K, W_V (d_model,
+        d_model) = (384, 384) with their biases b_Q, b_K, b_V (384,), and W_O
+        (384, 384), b_O (384,) (Vaswani et al. 2017, sec. 3.2.2, with the
+        biases BERT adds); gamma_1, beta_1 (384,), the LayerNorm after the
+        attention's residual addition; the feed-forward pair W_1 (384, 1536),
+        b_1 (1536,), W_2 (1536, 384), b_2 (384,) (Vaswani et al. 2017, eq. 2,
+        with GELU in place of ReLU, as in BERT); gamma_2, beta_2 (384,), the
+        LayerNorm after the feed-forward residual; eps, the LayerNorm's
+        constant (1e-12, config.json). Row-vector convention: Q = x @ W_Q + b_Q.
+        The layer is post-LN (BERT, Devlin et al. 2019):
+        x = LayerNorm(x + attention(x)); x = LayerNorm(x + FFN(x)).
+        Changing the copies changes nothing in the model.
+
+        Raises ValueError when ``layer`` is not a whole number in range.
+        """
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) \
+                or not 0 <= layer < self.num_layers:
+            raise ValueError(f"layer must be a whole number from 0 to {self.num_layers - 1}; got {layer!r}")
+        L = self.layers[int(layer)]
+        params = {name: L[name].copy() for name in ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")}
+        params["gamma_1"], params["beta_1"] = (a.copy() for a in L["ln_attention"])
+        params.update({name: L[name].copy() for name in ("W_1", "b_1", "W_2", "b_2")})
+        params["gamma_2"], params["beta_2"] = (a.copy() for a in L["ln_ffn"])
+        params["eps"] = self.eps
+        return params
+
+    def embedding_vectors(self, ids):
+        """The token vectors entering layer 0: word + position + segment-0 vectors, then LayerNorm.
+
+        ids : int array (..., n) of vocabulary ids, n <= 512 (``tokenize`` gives them).
+        Returns float64 (..., n, d_model), the ``hidden_states[0]`` of a forward pass
+        (Devlin et al. 2019, sec. 3, the input representation).
+        Raises ValueError as ``forward`` does for ids out of range or of the wrong kind.
+        """
+        ids = self._check_ids(ids)
+        x = (self.word_embeddings[ids].astype(np.float64)
+             + self.position_embeddings[:ids.shape[-1]]
+             + self.token_type_embeddings[0])
+        return _layer_norm(x, *self.embeddings_ln, self.eps)
+
+    def _check_ids(self, ids):
+        """ids as an integer ndarray (..., n); ValueError naming what is wrong."""
+        ids = np.asarray(ids)
+        if ids.ndim < 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"ids must be an integer array (..., n); got dtype {ids.dtype}, shape {ids.shape}")
+        n = ids.shape[-1]
+        if not 1 <= n <= self.max_positions:
+            raise ValueError(f"ids must hold between 1 and {self.max_positions} tokens per sequence; got {n}")
+        vocab = self.word_embeddings.shape[0]
+        if ids.min() < 0 or ids.max() >= vocab:
+            raise ValueError(f"ids must lie in 0 .. {vocab - 1}; got {int(ids.min())} .. {int(ids.max())}")
+        return ids
+
     # ---- tokens ---------------------------------------------------------
 
     def tokenize(self, text):
@@ -476,15 +536,8 @@ class MiniLM:
         refuse_masked_array(is_real, "is_real", how=(
             "pass a boolean array, True = a real token; from a masked array m whose True means padding, "
             "is_real=~np.ma.getmaskarray(m)"))
-        ids = np.asarray(ids)
-        if ids.ndim < 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"ids must be an integer array (..., n); got dtype {ids.dtype}, shape {ids.shape}")
+        ids = self._check_ids(ids)
         n = ids.shape[-1]
-        if not 1 <= n <= self.max_positions:
-            raise ValueError(f"ids must hold between 1 and {self.max_positions} tokens per sequence; got {n}")
-        vocab = self.word_embeddings.shape[0]
-        if ids.min() < 0 or ids.max() >= vocab:
-            raise ValueError(f"ids must lie in 0 .. {vocab - 1}; got {int(ids.min())} .. {int(ids.max())}")
         if not isinstance(use_padding_mask, (bool, np.bool_)):
             raise ValueError(f"use_padding_mask must be True or False; got {use_padding_mask!r}")
         if is_real is None:
@@ -500,10 +553,7 @@ class MiniLM:
         off = self._heads_off(heads_off)
 
         # 1. Embeddings: word + position + segment (all segment 0), then LayerNorm.
-        x = (self.word_embeddings[ids].astype(np.float64)
-             + self.position_embeddings[:n]
-             + self.token_type_embeddings[0])
-        x = _layer_norm(x, *self.embeddings_ln, self.eps)
+        x = self.embedding_vectors(ids)
 
         # The padding mask: one row (..., 1, 1, n_k) shared by every head and
         # every query, True where the key is a real token.

@@ -156,3 +156,23 @@ def kv_cache_step(cache_keys, cache_values, q, k, v):
     Check it: diagnose(workbook.kv_cache_step, piece="kv_cache_step").
     """
     raise NotImplementedError("kv_cache_step: not written yet")
+
+
+def encoder_block(x, params, num_heads, mask=None):
+    """One encoder layer of all-MiniLM-L6-v2 (BERT), from your own pieces.
+
+    x: (..., n, d_model) token vectors entering the layer; params: the dict
+    model.layer_parameters(layer) gives (W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O,
+    gamma_1, beta_1, W_1, b_1, W_2, b_2, gamma_2, beta_2, eps); num_heads: 12.
+    mask: None, or booleans (..., 1, 1, n), True = may attend (hides [PAD] keys).
+    Post-LN, as BERT:  x = LayerNorm(x + MultiHead(x)),  then
+                       x = LayerNorm(x + GELU(x W_1 + b_1) W_2 + b_2).
+    MultiHead: q = x W_Q + b_Q (and k, v) cut into heads with your split_heads,
+    your attention in each (scores / sqrt(d_k), d_k = d_model / num_heads), the
+    heads joined with your merge_heads, then @ W_O + b_O (multi_head_attention
+    has no biases: build it from the pieces).
+    LayerNorm(t) = (t - mean) / sqrt(var + eps) * gamma + beta, over the last axis.
+    GELU(t) = 0.5 t (1 + erf(t / sqrt(2))), erf from scipy.special.
+    Returns (..., n, d_model). Check it: check_your_block(workbook.encoder_block).
+    """
+    raise NotImplementedError("encoder_block: not written yet")

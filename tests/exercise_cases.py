@@ -11,6 +11,7 @@ types them into the notebooks' cells and runs them in a fresh kernel.
 
 import contextlib
 import io
+import sys
 
 import nbformat
 
@@ -125,6 +126,22 @@ PHRASES = {
     "keys_given": "the keys themselves",
     "still_prefers": "still prefers",
     "chose_d": "cannot tell you that",
+    # notebooks 02-03, exercises of understanding (issue 21, sec. 4)
+    "longest_key": "has the longest key",
+    "direction_only": "points most nearly along",
+    "similar_vector": "is the most like",
+    "itself": "scores its own key",
+    "variance_for_spread": "is how the variance grows",
+    "no_growth": "happens with the division by sqrt(d_k)",
+    "order_kept": "their order stays",
+    "other_word_wins": "must get the most",
+    "chose_both": "Not quite",
+    "chose_neither": "Not quite",
+    # notebook 07's layout exercise (issue 21 sec. 4)
+    "fresh_weights_separate": "Each layer draws fresh weights",
+    "skip_guarantees": "their bound no longer forces a collapse",
+    "layer_norm_keeps_apart": "LayerNorm resets each token's size",
+    "pre_ln_always_holds": "that was not enough",
 }
 
 # The named mistakes of issue 3, and the keys that name them.
@@ -146,8 +163,6 @@ e = np.exp(s - s.max(axis=1, keepdims=True))
 w = e / e.sum(axis=1, keepdims=True)"""
 _THREE = """Q = X3 @ W_Q3
 K = X3 @ W_K3"""
-_FOLDED = """Q = X1 @ W_Q1
-K = X1 @ W_K1"""
 
 # The batch mask of MaskExercise (issue 12), built from lengths = [5, 3], n = 5.
 _C5 = "c5 = np.tril(np.ones((n, n), dtype=bool))"
@@ -336,14 +351,27 @@ CASES = {
             ("raw_scores", _THREE + "\nanswer = Q @ K.T"),
             ("rounded", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = np.round(e / e.sum(axis=1, keepdims=True), 2)"),
         ],
-        "ex_predict": [
-            (None, "answer = 'a'"),
-            (None, "answer = '(A)'"),
+        "ex_lean": [
+            (None, "answer = 'canal'"),
+            (None, "answer = ' Canal '"),
             ("not_attempted", "answer = ..."),
-            ("chose_b", "answer = 'b'"),
-            ("chose_c", "answer = 'c'"),
-            ("not_a_choice", "answer = 'd'"),
-            ("not_a_choice", "answer = 1"),
+            ("longest_key", "answer = 'flooded'", "score = |q| x |k| x cos"),
+            ("direction_only", "answer = 'The'", "it is short"),
+            ("similar_vector", "answer = 'near'", "x W_Q against x W_K"),
+            ("itself", "answer = 'bank'"),
+            ("not_a_choice", "answer = 'river'", "Answer with one of"),
+            ("not_a_choice", "answer = 3"),
+        ],
+        "ex_design": [
+            (None, "answer = np.array([[1.0, 0.0], [0.0, -1.0]])", "The 0.768"),   # u = W_K q = (1, -3)
+            (None, "answer = [[0, 0], [-0.4, -1.2]]"),
+            ("not_attempted", "answer = ..."),
+            ("order_kept", "answer = 3 * W_K", "3 times the old one"),
+            ("itself", "answer = -W_K"),
+            ("other_word_wins", "answer = W_K.T", "river 0.99"),
+            ("shape", "answer = W_K[0]", "2 x 2"),
+            ("not_numbers", "answer = 'W_K'"),
+            ("nan_inf", "answer = W_K * np.nan"),
         ],
     },
     "06_order_and_position.ipynb": {
@@ -391,6 +419,17 @@ CASES = {
             ("not_a_choice", "answer = 'maybe'", "'yes' or 'no'"),
             ("not_a_choice", "answer = 0.5"),
         ],
+        "ex_layout": [
+            (None, "answer = 'd'"),
+            (None, "answer = '(D)'", "never normalised"),
+            ("fresh_weights_separate", "answer = 'a'", "inside their hull"),
+            ("skip_guarantees", "answer = 'b'", "not a promise"),
+            ("layer_norm_keeps_apart", "answer = 'c'", "because it was trained"),
+            ("not_a_choice", "answer = 'e'", "'a', 'b', 'c' or 'd'"),
+            (None, "answer = 'pre-LN'"),
+            ("layer_norm_keeps_apart", "answer = 'post-ln'"),
+            ("not_attempted", "answer = ..."),
+        ],
     },
     "09_learning.ipynb": {
         "ex_rise": [
@@ -422,12 +461,22 @@ CASES = {
             ("shape", "answer = [256]", "The numbers are right"),
             ("not_numbers", "answer = '256'"),
         ],
-        "ex_predict": [
-            (None, "answer = 'c'"),
+        "ex_spread": [
+            (None, "answer = 'a'"),
+            (None, "answer = '(a)'"),
             ("not_attempted", "answer = ..."),
-            ("chose_a", "answer = 'a'", "spread of the scores stays about the same"),
-            ("chose_b", "answer = 'b'", "keep the same spread"),
+            ("variance_for_spread", "answer = 'b'", "square root"),
+            ("no_growth", "answer = 'c'"),
             ("not_a_choice", "answer = 'd'"),
+        ],
+        "ex_saturate": [
+            (None, "answer = 'b'"),
+            (None, "answer = 'B'"),
+            ("not_attempted", "answer = ..."),
+            ("no_scaling", "answer = 'a'", "row A 0.527, row B 0.992"),
+            ("chose_both", "answer = 'both'"),
+            ("chose_neither", "answer = 'neither'"),
+            ("not_a_choice", "answer = 'c'"),
         ],
     },
     "04_masking.ipynb": {
@@ -493,34 +542,14 @@ CASES = {
             ("no_softmax", "answer = scores_bank / np.sqrt(d_k)"),
             ("raw_scores", "answer = scores_bank"),
         ],
-        "ex_head": [
-            (None, _FOLDED + "\ns = Q @ K.T / np.sqrt(K.shape[-1])\ne = np.exp(s - s.max(axis=-1, keepdims=True))\n"
-             "answer = e / e.sum(axis=-1, keepdims=True)"),
-            (None, "answer = river.attention[best_layer, best_head]"),         # the model's own weights
+        "ex_claims": [
+            (None, "answer = 'c'"),
+            (None, "answer = '(C)'"),
+            ("chose_a", "answer = 'a'", "evidence, not explanation"),
+            ("chose_b", "answer = 'b'", "number 3 by length"),
+            ("chose_d", "answer = 'd'", "far from 1"),
+            ("not_a_choice", "answer = 'e'"),
             ("not_attempted", "answer = ..."),
-            ("no_scaling", _FOLDED + "\ne = np.exp(Q @ K.T)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("sqrt_d_model",
-             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(384))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("divided_by_d_k", _FOLDED + "\ne = np.exp(Q @ K.T / 32)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("wrong_axis", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=0, keepdims=True)"),
-            ("transposed_scores",
-             _FOLDED + "\ne = np.exp(K @ Q.T / np.sqrt(32))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("transposed",
-             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True)).T"),
-            ("exp_not_normalised", _FOLDED + "\nanswer = np.exp(Q @ K.T / np.sqrt(32))"),
-            ("keepdims_forgotten", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=1)"),
-            ("whole_matrix_normalised", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum()"),
-            ("sum_not_one", _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.max(axis=1, keepdims=True)"),
-            ("shape",
-             _FOLDED + "\ne = np.exp(Q @ K.T / np.sqrt(32))\nanswer = (e / e.sum(axis=1, keepdims=True))[bank_r]",
-             "(10, 10)"),
-            ("nan_inf", _FOLDED + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
-            ("divided_by_d_model",   # the model's d_model, 384 (X1 is 385 wide: the 384 features and a 1)
-             _FOLDED + "\ne = np.exp(Q @ K.T / d_model)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("no_softmax", _FOLDED + "\nanswer = Q @ K.T / np.sqrt(32)"),
-            ("raw_scores", _FOLDED + "\nanswer = Q @ K.T"),
-            ("different", "K = X1[:, :-1] @ W_K1[:-1]\nQ = X1[:, :-1] @ W_Q1[:-1]\n"    # the biases left out
-             "e = np.exp(Q @ K.T / np.sqrt(32))\nanswer = e / e.sum(axis=1, keepdims=True)"),
         ],
     },
 }
@@ -547,6 +576,8 @@ def run_in_process(path, replace=None, printed=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     nb = nbformat.read(path, as_version=4)
     replace = replace or {}
     namespace = {"__name__": "__notebook__"}
@@ -556,7 +587,7 @@ def run_in_process(path, replace=None, printed=None):
         if cell.cell_type == "code":
             source = replace.get(cell.id, cell.source)
             # IPython's line magics (%autoreload) are not Python: the kernel runs them, this process skips them
-            source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
+            source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 exec(compile(source, f"{path.name}:{cell.id}", "exec"), namespace)
             if printed is not None:

@@ -26,9 +26,19 @@ def right(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = e / e.sum(axis=-1, keepdims=True)
+    top = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))     # a row of -inf: zeros, not NaN
+    total = e.sum(axis=-1, keepdims=True)
+    weights = e / np.where(total == 0, 1.0, total)
     return weights @ V, weights
+
+
+def unguarded(Q, K, V, mask=None):
+    """Right on every row with a key to read; NaN on a query with nothing to attend to (notebook 04, section 4)."""
+    scores = np.where(mask, Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1]), -np.inf) if mask is not None \
+        else Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ V
 
 
 def right_with_loops(Q, K, V, mask=None):
@@ -174,6 +184,7 @@ def two_faults(Q, K, V, mask=None):
 
 
 NAMED = [
+    (unguarded, "neg_inf_nan", "nothing to attend to"),
     (no_scaling, "no_scaling", "sqrt(d_k)"),
     (divided_by_d_k, "divided_by_d_k", "square root"),
     (sqrt_d_model, "constant_scale", "divide the scores by 8 whatever d_k is, which is right only when d_k = 64"),
@@ -356,7 +367,7 @@ def unknown(Q, K, V, mask=None):
     (raises, "raised"), (exits, "exit"), (returns_none, "returned_none"), (returns_text, "not_numbers"),
     (returns_weights, "returned_weights"), (returns_weights_then_output, "returned_weights"),
     (returns_nan, "nan_inf"), (wrong_shape, "wrong_shape"), (mutates, "mutates_inputs"),
-    (wrong_weights, "weights_wrong"), (unknown, "different"),
+    (wrong_weights, "weights_wrong"), (unknown, "different"), (unguarded, "neg_inf_nan"),
 ], ids=lambda x: getattr(x, "__name__", x))
 def test_odd_functions_are_named(fn, key):
     verdict = diagnose(fn)

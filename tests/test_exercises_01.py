@@ -202,17 +202,17 @@ def test_a_quiet_audit_prints_nothing_until_its_summary(capsys):
     audit.check(3.4, PLAIN)
     assert capsys.readouterr().out == ""
     audit.summary()
-    assert capsys.readouterr().out == ("all 3 numbers source X publishes are reproduced; 0 differ only by the "
-                                       "source's rounding, listed in the appendix\n")
+    assert capsys.readouterr().out == ("all 3 numbers published by source X are reproduced; 0 differ only by "
+                                       "the published rounding, listed in the appendix\n")
     audit.check([1.2, 2.0], PUB)                       # 1.2 is off by more than 0.05, where the source rounded first
     audit.summary({"demo": PUB, "plain": PLAIN, "other": PLAIN})
     out = capsys.readouterr().out.splitlines()
-    assert out == ["5 numbers source X publishes are reproduced; 1 differ only by the source's rounding, "
-                   "listed in the appendix", "not checked: other"]
+    assert out == ["5 numbers published by source X are reproduced; 1 differs only by the published "
+                   "rounding, listed in the appendix", "not checked: other"]
     audit.check(4.0, PLAIN)                            # off, and no note explains it
     audit.summary()
-    assert capsys.readouterr().out.startswith("4 of 6 numbers source X publishes match ours; 1 differ only by "
-                                              "the source's rounding and 1 differ unexplained")
+    assert capsys.readouterr().out.startswith("4 of 6 numbers published by source X match ours; 1 differs only by "
+                                              "the published rounding and 1 differs unexplained")
     with pytest.raises(ValueError, match="quiet must be True or False"):
         SourceAudit("source X", "the appendix", quiet="yes")
 
@@ -227,7 +227,7 @@ def test_notebook_01_keeps_one_audit_line_recounted_from_the_data():
     assert all(p.rounded_inputs for name, p in pub.items() if not matches(ours[name], p).all())
     nb = nbformat.read(NB01, as_version=4)
     printed = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    line = (f"all {n} numbers source 000 publishes are reproduced; {rounded} differ only by the source's "
+    line = (f"all {n} numbers published by source 000 are reproduced; {rounded} differ only by the published "
             "rounding, listed in the appendix")
     assert line in printed
     assert printed.count("source 000 to its rounding") == 0   # no per-step audit lines on the main path

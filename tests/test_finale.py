@@ -93,3 +93,128 @@ def test_odd_functions_get_words_never_an_exception(model, fn):
 def test_the_sentences_are_those_the_reference_embeddings_were_made_on():
     reference = json.loads((Path(__file__).resolve().parent.parent / "data" / "minilm_reference.json").read_text())
     assert SENTENCES == (reference["sentences"]["river"]["text"], reference["sentences"]["interest"]["text"])
+
+
+# ---- check_your_block: the learner's own encoder block with one layer's weights (issue 21, section 3) ----
+
+from helpers.exercises.finale import BLOCK_FAULTS, _block, check_your_block  # noqa: E402
+from helpers.exercises.solutions import encoder_block as worked_block  # noqa: E402
+
+
+def block_with(**flags):
+    return lambda x, params, num_heads, mask=None: _block(x, params, num_heads, mask, **flags)
+
+
+def test_the_worked_block_is_the_models_layer_and_passes(model):
+    # Against the model's own forward pass (hidden_states[1]), itself checked against PyTorch in test_real_model.py.
+    out = model.run(SENTENCES[0])
+    mine = worked_block(out.hidden_states[0], model.layer_parameters(0), model.num_heads)
+    assert np.max(np.abs(mine - out.hidden_states[1])) < 1e-9
+    v = check_your_block(worked_block, model)
+    assert v.correct and v.mistake is None and v.bound_layer <= 1e-9 and v.bound_model <= 1e-9
+    assert "Every layer of the model's forward pass is now yours" in v.text
+
+
+def test_the_judges_right_block_is_the_models_layer_in_every_layer(model):
+    out = model.run(SENTENCES[1])
+    for layer in range(model.num_layers):
+        mine = _block(out.hidden_states[layer], model.layer_parameters(layer), model.num_heads)
+        assert np.max(np.abs(mine - out.hidden_states[layer + 1])) < 1e-9
+
+
+@pytest.mark.parametrize("key", sorted(BLOCK_FAULTS))
+def test_each_mistake_is_named_by_its_key(model, key):
+    flags, _ = BLOCK_FAULTS[key]
+    v = check_your_block(block_with(**flags), model)
+    assert not v.correct and v.mistake == key and v.bound_layer is None
+    assert "yours" in v.text and "the model's" in v.text
+
+
+def test_the_four_mistakes_of_the_brief_are_among_them():
+    assert {"no_residual", "pre_ln", "no_gelu", "scale_by_d_model"} <= set(BLOCK_FAULTS)
+
+
+def test_a_block_that_ignores_the_mask_passes_layer_0_and_six_layers_but_not_padding(model):
+    v = check_your_block(lambda x, params, num_heads, mask=None: _block(x, params, num_heads, None), model)
+    assert not v.correct and v.mistake == "padding_mask_ignored" and v.bound_model <= 1e-9
+
+
+def test_a_block_without_a_mask_argument_is_told_so(model):
+    v = check_your_block(lambda x, params, num_heads: _block(x, params, num_heads), model)
+    assert v.mistake == "no_mask_argument" and v.bound_model <= 1e-9
+
+
+def test_a_float32_block_is_right_to_the_precision_it_computes_in(model):
+    def f32(x, params, num_heads, mask=None):
+        p = {k: np.float32(v) if isinstance(v, np.ndarray) else v for k, v in params.items()}
+        return _block(np.float32(x), p, num_heads, mask).astype(np.float32)
+    v = check_your_block(f32, model)
+    assert v.correct and 1e-9 < v.bound_layer <= BOUNDS[-1]
+    assert "the precision your block computes in" in v.text
+
+
+def test_the_stub_is_not_attempted_and_a_missing_piece_is_named(model):
+    def stub(x, params, num_heads, mask=None):
+        raise NotImplementedError("encoder_block: not written yet")
+
+    def calls_a_stub(x, params, num_heads, mask=None):
+        raise NotImplementedError("attention: not written yet")
+    assert check_your_block(stub, model).mistake == "not_attempted"
+    v = check_your_block(calls_a_stub, model)
+    assert v.mistake == "piece_not_written" and "attention: not written yet" in v.text
+
+
+def test_a_block_that_changes_the_weights_it_is_given_changes_nothing_in_the_model(model):
+    before = model.run(SENTENCES[0]).embedding
+
+    def vandal(x, params, num_heads, mask=None):
+        for value in params.values():
+            if isinstance(value, np.ndarray):
+                value[...] = 0.0
+        return x
+    assert not check_your_block(vandal, model).correct
+    assert np.array_equal(model.run(SENTENCES[0]).embedding, before)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, params, num_heads, mask=None: None,
+    lambda x, params, num_heads, mask=None: "text",
+    lambda x, params, num_heads, mask=None: 1 / 0,
+    lambda x, params, num_heads, mask=None: x[:, :3],
+    lambda x, params, num_heads, mask=None: x * np.nan,
+    lambda x, params, num_heads, mask=None: x,            # the identity: "different"
+    lambda x: x,                                         # the wrong signature
+    lambda *a, **k: exit(),
+    42,
+])
+def test_odd_blocks_get_words_never_an_exception(model, fn):
+    v = check_your_block(fn, model)
+    assert not v.correct and isinstance(v.mistake, str) and v.text
+
+
+def test_layer_parameters_are_copies_under_the_fields_names(model):
+    p = model.layer_parameters(5)
+    assert p["W_Q"].shape == (384, 384) and p["W_1"].shape == (384, 1536) and p["W_2"].shape == (1536, 384)
+    assert set(p) == {"W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O", "gamma_1", "beta_1",
+                      "W_1", "b_1", "W_2", "b_2", "gamma_2", "beta_2", "eps"}
+    p["W_Q"][...] = 0.0
+    assert np.any(model.layer_parameters(5)["W_Q"] != 0.0)
+    for bad in (6, -1, 1.0, True, "0"):
+        with pytest.raises(ValueError, match="layer must be a whole number from 0 to 5"):
+            model.layer_parameters(bad)
+
+
+def test_embedding_vectors_are_hidden_states_0(model):
+    out = model.run(SENTENCES[1])
+    assert np.array_equal(model.embedding_vectors(out.ids), out.hidden_states[0])
+    with pytest.raises(ValueError, match="ids must"):
+        model.embedding_vectors(np.array([0.5]))
+
+
+def test_the_heatmap_claims_exercise_names_each_wrong_claim():
+    from helpers.exercises.finale import heatmap_claims
+    ex = heatmap_claims(0, 4, weight=0.718, weight_in_mixed=0.719, key_rank=3, apart=0.8874, off=0.9067)
+    assert ex.feedback("c").correct
+    for key, words in (("a", "evidence, not explanation"), ("b", "number 3 by length"), ("d", "far from 1")):
+        f = ex.feedback(key)
+        assert not f.correct and f.mistake == f"chose_{key}" and words in f.text

@@ -37,13 +37,8 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 NOT_YET_REWRITTEN = {
     name: "over budget until issue 22 rewrites it"
     for name in (
-        "02_two_senses.ipynb",
-        "03_scaling.ipynb",
         "05_multi_head.ipynb",
         "06_order_and_position.ipynb",
-        "07_limits.ipynb",
-        "08_cost_and_tiling.ipynb",
-        "11_real_model.ipynb",
     )
 }
 

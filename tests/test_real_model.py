@@ -244,7 +244,8 @@ def _loop_bound_and_free_names(source):
     """Names a cell binds in a top-level for loop, and names it reads without binding them itself."""
     import ast
 
-    tree = ast.parse(source)
+    # IPython's line magics (%autoreload 2 in the Setup) are not Python: leave them out
+    tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%")))
     loop_bound, loads, stores = set(), set(), set()
 
     def walk(node, in_loop):

@@ -1,8 +1,11 @@
-"""The three exercises of notebook 08, built from the notebook's own set-up cells.
+"""The exercises of notebook 08, built from the notebook's own set-up cells, and the count exercise.
 
-Only the cells the exercises need are run (the set-up, the scores of 'bank',
-and the exercises' own cells), not the notebook's timing and memory cells.
-Right answers come from hand derivations written beside each test.
+Only the cells the exercises need are run (the set-up without its line magics
+and workbook, the scores of 'bank', section 5's head and the exercises' own
+cells), not the notebook's timing and memory cells. The count exercise
+(AttentionCountExercise) left the notebook in its rewrite (section 1 does the
+same count); it is built here with the inputs it had there. Right answers come
+from hand derivations written beside each test.
 """
 
 import contextlib
@@ -20,8 +23,9 @@ from helpers.course import NOTEBOOKS_DIR
 from helpers.exercises import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
 
 NOTEBOOK = NOTEBOOKS_DIR / "08_cost_and_tiling.ipynb"
-NEEDED = ("from helpers.attention import", "s = (Q @ K.T)[bank]", "from helpers.exercises import",
+NEEDED = ("from helpers.attention import", "s = (Q @ K.T)[bank]", "X_dec = rng", "from helpers.exercises import",
           "Exercise(")
+SETUP_ONLY = ("%", "import workbook", "from helpers.exercises import diagnose")   # the build sections' lines
 
 
 def notebook_namespace():
@@ -32,18 +36,20 @@ def notebook_namespace():
     namespace = {"__name__": "__notebook__"}
     for cell in nb.cells:
         if cell.cell_type == "code" and any(key in cell.source for key in NEEDED):
+            source = "\n".join(line for line in cell.source.splitlines() if not line.startswith(SETUP_ONLY))
             with contextlib.redirect_stdout(io.StringIO()):
-                exec(cell.source, namespace)
+                exec(source, namespace)
     return namespace
 
 
 NS = notebook_namespace()
-EXERCISES = {name: NS[name] for name in ("ex_count", "ex_step", "ex_cache")}
+EXERCISES = {name: NS[name] for name in ("ex_step", "ex_cache")}
+EXERCISES["ex_count"] = AttentionCountExercise(n=1000, num_heads=12, num_layers=24)
 
 
 def test_the_notebooks_exercises_have_the_hand_derived_answers():
     # 24 layers x 12 heads x 1000^2 = 288 x 1,000,000 = 288,000,000.
-    assert float(NS["ex_count"].expected) == 288_000_000
+    assert float(EXERCISES["ex_count"].expected) == 288_000_000
     # 2 x 28 x 16 x 128 x 4096 = 469,762,048 numbers.
     assert float(NS["ex_cache"].expected) == 469_762_048
     # m = 0.159 ('the'), l = 1; 'river' scores 1.061: m' = 1.061, l' = exp(0.159 - 1.061) + 1.
@@ -124,9 +130,9 @@ def test_every_mistake_is_typed_in_a_case_and_none_coincide(name):
         assert not any(PHRASES[other] in message for other, _, _ in ex._variants if other != key)
 
 
-@pytest.mark.parametrize("name", sorted(EXERCISES))
+@pytest.mark.parametrize("name", sorted(set(EXERCISES) - {"ex_count"}) + ["ex_encoder"])
 def test_the_solution_is_accepted_and_binds_no_name_of_the_notebook(name):
-    ex = EXERCISES[name]
+    ex = NS[name]
     namespace = dict(NS)
     before = {k: v for k, v in namespace.items() if not k.startswith("__")}
     exec(ex.solution().text, namespace)
@@ -170,3 +176,45 @@ def test_an_instructor_who_changes_the_inputs_changes_nothing_else():
 def test_bad_inputs_from_an_instructor_raise_a_clear_value_error(make, pattern):
     with pytest.raises(ValueError, match=pattern):
         make()
+
+
+# ------------------------------------------------------------ exercise 3: why an encoder keeps no KV cache
+
+def test_the_encoder_measurement_is_what_the_algebra_says():
+    # Layer 1's key of a token is x W_K: its own row alone, so adding a token never changes it, with or without
+    # a mask. Layer 2's keys are computed from layer 1's output: without a mask every earlier query reads the new
+    # key, so its output (and the key above it) moves; under the causal mask no earlier query may read it.
+    assert NS["changed"] == {"encoder": [False, True], "decoder": [False, False]}
+
+
+ENCODER = {"a": ("chose_a", "grows with n"), "b": ("chose_b", "depends on its own token alone"),
+           "c": (None, "Every earlier query also reads the new key"), "d": ("chose_d", "would be stale")}
+
+
+@pytest.mark.parametrize("answer", sorted(ENCODER))
+def test_each_reason_for_the_encoder_gets_its_own_feedback(answer):
+    key, phrase = ENCODER[answer]
+    feedback = NS["ex_encoder"].feedback(answer)
+    assert feedback.mistake == key, feedback.text
+    assert feedback.correct == (key is None)
+    assert phrase in feedback.text
+    assert not any(other in feedback.text for a, (_, other) in ENCODER.items() if a != answer)
+
+
+@settings(max_examples=100, deadline=None)
+@given(answer=answers)
+def test_no_answer_makes_the_encoder_checker_raise(answer):
+    feedback = NS["ex_encoder"].feedback(answer)
+    assert feedback.text and feedback.correct in (True, False)
+
+
+@pytest.mark.parametrize("changed, pattern", [
+    ({"encoder": [False, True]}, "changed must be"),
+    ({"encoder": [False, True], "decoder": [False, "no"]}, "changed must be"),
+    ({"encoder": [True, True], "decoder": [False, False]}, "layer-1 keys"),    # layer 1's keys cannot move
+    ({"encoder": [False, False], "decoder": [False, False]}, "layer-2 keys changed"),
+])
+def test_a_measurement_that_shows_something_else_is_refused_by_name(changed, pattern):
+    from helpers.exercises import EncoderCacheExercise
+    with pytest.raises(ValueError, match=pattern):
+        EncoderCacheExercise(changed)

@@ -46,9 +46,12 @@ below imports this package):
     battery.py      the inputs each piece is run on
     checker_*.py    one checker per group of pieces: attention, softmax, masks (causal and padding)
                     tiling (notebook 08: the online-softmax step, tiled attention, the KV-cache step)
+    predictions.py  notebooks 02-03: predict what attention does (choice exercises with named wrong answers)
     solutions.py    the worked solution of each piece, and the workbook's stubs
-    finale.py       run_with_your_attention: your attention inside the real model, judged
+    finale.py       notebook 11: run_with_your_attention (your attention inside the real model, judged),
+                    check_your_block (your encoder block), heatmap_claims (its exercise of understanding)
     key_design.py   notebook 01: design W_K so that a query prefers one key (many right answers); which claim a heatmap supports
+    limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
 first use, so that importing the exercises does not load the real model's libraries).
@@ -61,9 +64,11 @@ from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, 
 from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise
+from helpers.exercises.limits import LayoutExercise
 from helpers.exercises.masks_heads import MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise, WeightsCountExercise
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.solutions import solution
+from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
     DkPredictionExercise,
@@ -74,6 +79,7 @@ from helpers.exercises.weights import (
     SoftmaxRowExercise,
 )
 from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
+from helpers.exercises.cost import EncoderCacheExercise
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
@@ -87,9 +93,13 @@ __all__ = [
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",
+    "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
+    "LayoutExercise",
+    "EncoderCacheExercise",
+    "check_your_block", "BlockVerdict", "heatmap_claims",
 ]
 
-_FINALE = ("run_with_your_attention", "ModelVerdict")
+_FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims")
 
 
 def __getattr__(name):

@@ -69,6 +69,9 @@ def _attention():
     cases.append(Case("n = 1", "one token: Q, K and V of shape (1, 4) (its one weight is 1, its output its value)",
                       draw(1, d), draw(1, d), draw(1, d)))
     cases.extend(_random_attention(np.random.default_rng(2018)))
+    left_padded = causal_mask(4) & np.array([False, True, True, True])   # "[pad] the bank flooded", both masks
+    cases.append(Case("empty row", "a left-padded sentence of 4 tokens under a causal and a padding mask, where "
+                      "query 0 (the pad) may read no key", draw(4, d), draw(4, d), draw(4, d), left_padded, "masks"))
     for case in cases:
         _frozen(case.Q, case.K, case.V, case.mask)
     return tuple(cases)
@@ -97,8 +100,8 @@ ATTENTION = _attention()
 """Every input the attention checker tries, in the order it tries them: eight small ones (plain inputs of shape
 (3, 4); wider keys, d_k = 16; 2 queries and 4 keys; values narrower than keys; scores large enough to overflow an
 exp that does not subtract the maximum; a causal mask; a padding mask; a batch of 2 sentences), one token
-(n = 1), then three of seeded random shapes and values (plain, with two batch axes, with a random mask):
-12 in all."""
+(n = 1), three of seeded random shapes and values (plain, with two batch axes, with a random mask), and a
+row with nothing to attend to (a left-padded sentence under a causal and a padding mask): 13 in all."""
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,11 @@ FAULTS = {
     "batch_transpose": "Your function works on one sentence but not on a batch. The usual cause: .T reverses "
                        "every axis, so K of shape (2, 3, 4) becomes (4, 3, 2). Transpose only the last two axes: "
                        "np.swapaxes(K, -1, -2).",
+    "neg_inf_nan": "A query with nothing to attend to has scores that are all -inf, so a softmax that subtracts the "
+                   "row's maximum computes -inf - (-inf), which is NaN, and the NaN reaches every query of the next "
+                   "layer that reads this token. Where the maximum is -inf, subtract 0 instead, and where the sum of "
+                   "exponentials is 0, divide by 1: the weights and the output come out all zeros (as your softmax "
+                   "of notebook 01 does).",
 }
 """Every mistake :func:`diagnose` can name, with what it tells the learner."""
 
@@ -297,6 +302,12 @@ def _verdict(fn, runs, masks, batches):
     if all(right):
         if mutated:
             return Diagnosis(False, "mutates_inputs", f"{name} gives the right output on every input, but {changes}")
+        empty = next((run for run in runs if not _empty_rows_zero(run)), None)
+        if empty is not None:
+            return Diagnosis(False, "neg_inf_nan",
+                             f"{name} is right on every row that has a key to read, but gives NaN where a query "
+                             f"has none. {FAULTS['neg_inf_nan']}\nIt first goes wrong on {empty.case.words}. "
+                             f"{_first_difference(empty)}", empty.case.name)
         wrong_weights = next((run for run in runs if run.weights is not None and not _same_weights(run)), None)
         if wrong_weights is not None:
             return Diagnosis(False, "weights_wrong",
@@ -325,6 +336,22 @@ def _verdict(fn, runs, masks, batches):
         return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}", first.case.name)
     return Diagnosis(False, _unexplained_key(first), f"{_unexplained_text(first, name)}\n{where}{also}",
                      first.case.name)
+
+
+def _empty_rows_zero(run):
+    """True unless the case has a query with no key to read and the function's output there is NaN or inf.
+
+    (A large negative fill such as -1e9 spreads such a row's weight evenly instead: no query reads a pad's
+    row, and notebook 04 shows that spread as harmless, so it is accepted; NaN is not, since it reaches every
+    query of the next layer.)"""
+    mask = run.case.mask
+    if mask is None or run.out is None:
+        return True
+    rows = ~np.broadcast_to(mask, _expected(run.case)[1].shape).any(axis=-1)
+    if not rows.any() or run.out.shape != _expected(run.case)[0].shape:
+        return True
+    with np.errstate(all="ignore"):
+        return bool(np.all(np.isfinite(run.out[rows])))
 
 
 def _care(case):

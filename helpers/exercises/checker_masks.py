@@ -26,7 +26,7 @@ __all__ = ["CAUSAL_FAULTS", "PADDING_FAULTS", "check_causal", "check_padding"]
 
 CAUSAL_FAULTS = {
     "diagonal_masked": ("Your mask hides the diagonal: no token may read itself, and the first token has nothing "
-                        "to attend to. The causal mask keeps it: np.tril(np.ones((n, n), dtype=bool)), k=0.",
+                        "to attend to. The causal mask keeps it: np.tril(np.ones((n, n), dtype=bool), k=0).",
                         lambda n: np.tril(np.ones((n, n), dtype=bool), k=-1)),
     "future_visible": ("Your mask keeps the upper triangle: each token reads the tokens after it and none before. "
                        "Query i may attend to key j when j <= i: the lower triangle, np.tril.",
@@ -38,6 +38,10 @@ CAUSAL_FAULTS = {
                            "boundary one place into the future. Query i may attend to key j when j <= i: "
                            "np.tril(np.ones((n, n), dtype=bool)), with k=0 (the default).",
                            lambda n: np.tril(np.ones((n, n), dtype=bool), k=1)),
+    "everything_visible": ("Your mask is True everywhere: every token reads every other, the later ones included, "
+                           "so it hides nothing. Query i may attend to key j when j <= i: the lower triangle, "
+                           "np.tril(np.ones((n, n), dtype=bool)).",
+                           lambda n: np.ones((n, n), dtype=bool)),
 }
 """Every mistake of a causal mask the checker names: key -> (what it tells the learner, the mask it builds)."""
 

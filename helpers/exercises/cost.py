@@ -1,15 +1,15 @@
-"""Exercises of notebook 08: counting dot products, one online-softmax step, the size of a KV cache."""
+"""Exercises of notebook 08: one online-softmax step, the size of a KV cache; and counting dot products (for instructors)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises.base import _Names, _NumericExercise, _code
+from helpers.exercises.base import ChoiceExercise, _Names, _NumericExercise, _code
 from helpers.exercises.feedback import EXACT_ATOL, _fmt
 from helpers.inputs import positive_whole as _whole_number
 
 __all__ = [
-    "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
+    "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise", "EncoderCacheExercise",
 ]
 
 
@@ -25,7 +25,9 @@ class AttentionCountExercise(_NumericExercise):
 
     n: tokens; num_heads: heads per layer; num_layers: layers. Every head of
     every layer scores each of the n queries against each of the n keys
-    (no mask, as in an encoder). The answer is one whole number.
+    (no mask, as in an encoder). The answer is one whole number. Notebook 08
+    counts this in its section 1 and no longer asks it; the exercise stays for
+    instructors who want it (tests/test_tiling_exercises.py checks it).
     """
 
     def __init__(self, n, num_heads=1, num_layers=1):
@@ -111,9 +113,8 @@ class OnlineSoftmaxStepExercise(_NumericExercise):
         self._set_variants([v for v in variants if v[2] is not None])
         names = _Names(names, {"running_max": "running_max", "running_sum": "running_sum", "block_scores": "block_scores"})
         mn, ln, sn = names["running_max"], names["running_sum"], names["block_scores"]
-        self.hint_text = ("First the new maximum m': the larger of the old m and the block's largest score. The old "
-                          "sum was measured against m, so it gets the factor exp(m - m'). Then add exp(score - m') "
-                          "for each score of the block.")
+        self.hint_text = ("The new maximum m' is the larger of m and the block's largest score. The old sum was "
+                          "measured against m: multiply it by exp(m - m'), then add exp(score - m') per score.")
         self.solution_text = _code([
             (f"my_m = max({mn}, max({sn}))", _fmt(new)),
             (f"my_l = np.exp({mn} - my_m) * {ln} + np.exp(np.asarray({sn}) - my_m).sum()",
@@ -160,9 +161,61 @@ class KVCacheSizeExercise(_NumericExercise):
              total * 4),
         ]
         self._set_variants([(k, m, float(v)) for k, m, v in variants if v is not None])
-        self.hint_text = ("One token in one head of one layer adds a key of d_k numbers and a value of d_v = d_k "
-                          "numbers. Multiply by the tokens, the heads and the layers.")
+        self.hint_text = "Each token leaves a key of d_k and a value of d_v = d_k numbers, per head, per layer."
         self.solution_text = _code([(f"my_per_token = 2 * {d}", "a key and a value of d_k numbers each"),
                                     (f"answer = my_per_token * {H} * {L} * {n}", f"{total:,} numbers")])
         self.correct_note = (f"{total:,} numbers: {total * 8 / 2**20:.1f} MiB in float64, "
                              f"{total * 4 / 2**20:.1f} MiB in float32. It grows with n, not n².")
+
+
+
+class EncoderCacheExercise(ChoiceExercise):
+    """Why an encoder keeps no KV cache: one right reason and three named wrong ones.
+
+    changed: what notebook 08 measures on a two-layer stack when a token is
+    added, a dict ``{"encoder": [layer_1, layer_2], "decoder": [layer_1,
+    layer_2]}`` of booleans: did the keys of the earlier tokens change in
+    that layer, without a mask (an encoder) and with the causal mask (a
+    decoder)? A first layer's key is x W_K, its own token alone, so it never
+    changes; without a mask every earlier query reads the new key, so the
+    layers above change (Vaswani et al. 2017, section 3.2.3, for the causal
+    mask that prevents it). The right option, "c", is the one the measurement
+    shows; each wrong option's feedback quotes it.
+
+    Feedback keys (ChoiceExercise): None, ``chose_a`` (the cache's size
+    taken for n x n), ``chose_b`` (the first layer's keys thought to change),
+    ``chose_d`` (a cache thought approximate), ``not_a_choice``.
+    Raises ValueError, naming ``changed``, when it is not that dict of
+    booleans or does not show the encoder's upper layer moving while the
+    decoder's stays and the first layer's keys stay (what the exercise asks
+    the learner to read).
+    """
+
+    def __init__(self, changed):
+        shape_ok = (isinstance(changed, dict) and set(changed) == {"encoder", "decoder"}
+                    and all(isinstance(v, (list, tuple)) and len(v) == 2
+                            and all(isinstance(x, (bool, np.bool_)) for x in v) for v in changed.values()))
+        if not shape_ok:
+            raise ValueError("changed must be {'encoder': [layer_1, layer_2], 'decoder': [layer_1, layer_2]} of "
+                             f"True/False; got {changed!r}")
+        enc, dec = [bool(x) for x in changed["encoder"]], [bool(x) for x in changed["decoder"]]
+        if enc != [False, True] or dec[1]:
+            raise ValueError("changed must show what the exercise asks about: the encoder's layer-2 keys changed, "
+                             f"its layer-1 keys and the decoder's layer-2 keys did not; got {changed!r}")
+        super().__init__(
+            question="Why can an encoder not keep a KV cache, reusing earlier keys and values when a token is added?",
+            options={"a": "its cache would need n × n numbers",
+                     "b": "its first layer's keys and values change",
+                     "c": "the new token moves every earlier output, and the keys above",
+                     "d": "a cache only approximates attention"},
+            answer="c",
+            why={"a": "The cache holds 2 × layers × heads × d_k × n numbers: it grows with n, for an encoder as "
+                      "for a decoder. Its size is not what stops it.",
+                 "b": f"Measured above, layer 1's earlier keys changed: {enc[0]}. A first-layer key is x W_K: it "
+                      "depends on its own token alone. The layers above are the ones that change.",
+                 "c": f"Every earlier query also reads the new key, so its output moves, and so do layer 2's keys "
+                      f"(changed: {enc[1]}; under the causal mask: {dec[1]}).",
+                 "d": "A KV cache is exact: section 5 matched full causal attention to 1e-12. In an encoder a "
+                      "cache would not be approximate, it would be stale."},
+            hint="Look at which layer's earlier keys changed in the encoder, and at what layer 2's keys are "
+                 "computed from.")

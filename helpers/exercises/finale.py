@@ -18,6 +18,15 @@ Never raises because of ``fn``: a stub gives "not attempted yet"; a function
 that raises inside the model, or returns something else than attention's
 output, gets that said in words. The model itself must be installed (``make
 lab`` or ``make test`` installs it).
+
+``check_your_block(fn)`` judges the last build step, your own encoder block
+``fn(x, params, num_heads, mask=None)`` loaded with one layer's weights
+(``MiniLM.layer_parameters``): layer 0 against the model's own layer output,
+six blocks against the sentence embedding, then a padded sentence with the
+padding mask. A wrong layer is matched against :data:`BLOCK_FAULTS`, each
+mistake a small model of the inputs (the block ``_block`` with one flag
+switched), so the verdict names it: a missing residual, pre-LN instead of
+BERT's post-LN, no GELU, scores divided by sqrt(d_model), ...
 """
 
 from __future__ import annotations
@@ -26,12 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from helpers.exercises.base import ChoiceExercise
 from helpers.exercises.diagnose import diagnose
 from helpers.exercises.feedback import Feedback
-from helpers.exercises.runner import safe_str
-from helpers.real_model import load_minilm
+from helpers.exercises.runner import call, fn_name, matches, parameter, raised_words, safe_str, side_by_side
+from helpers.real_model import _layer_norm, gelu, load_minilm
 
-__all__ = ["ModelVerdict", "run_with_your_attention", "SENTENCES", "BOUNDS"]
+__all__ = ["ModelVerdict", "run_with_your_attention", "SENTENCES", "BOUNDS", "BlockVerdict", "check_your_block",
+           "BLOCK_FAULTS", "heatmap_claims"]
 
 #: the two senses of "bank" of notebook 02 (source 003), as the real-model notebook runs them
 SENTENCES = ("The bank by the river was steep.", "The bank raised its interest rate.")
@@ -124,3 +135,293 @@ def run_with_your_attention(fn, model=None):
                      + "diagnose finds this in your function:\n" + verdict.text)
     return ModelVerdict(correct, None if correct else verdict.mistake or "different", "\n".join(lines),
                         bound, cosine, cosine_course)
+
+
+# --------------------------------------------------------------------------
+# The last build step: your own encoder block, loaded with one layer's weights
+# --------------------------------------------------------------------------
+
+#: the river sentence padded to this many tokens for the mask check (it has 10)
+PADDED_TO = 12
+
+
+@dataclass(frozen=True)
+class BlockVerdict(Feedback):
+    """What your encoder block does with the real model's weights.
+
+    correct, mistake, text: as every checker's; ``mistake`` is a key of
+    :data:`BLOCK_FAULTS` (or a key every checker shares: not_attempted,
+    piece_not_written, raised, too_slow, returned_none, not_numbers,
+    wrong_shape, nan_inf, different, padding_mask_ignored, no_mask_argument).
+    bound_layer: the smallest of :data:`BOUNDS` that layer 0's output stays within (None: above them all).
+    bound_model: the same for the sentence embedding after six of your blocks (None: not reached or above).
+    """
+
+    bound_layer: float | None = None
+    bound_model: float | None = None
+
+    def _repr_pretty_(self, printer, cycle):
+        printer.text(self.text)
+
+    def solution(self):
+        """A worked encoder block (a :class:`~helpers.exercises.Reveal`, folded until clicked)."""
+        from helpers.exercises.solutions import solution
+        return solution("encoder_block")
+
+
+def _block(x, p, num_heads, mask=None, *, residual=(True, True), post_ln=True, act="gelu", scale="d_k",
+           biases=True, transpose=True, norm=True):
+    """One BERT encoder layer, with one or more of the mistakes a learner makes switched on.
+
+    The right layer (every flag at its default) is Devlin et al. (2019)'s post-LN block:
+    x = LN(x + MultiHead(x)); x = LN(x + GELU(x W_1 + b_1) W_2 + b_2) (Vaswani et al. 2017, sec. 3.1-3.3).
+    """
+    n, d_model = x.shape[-2], x.shape[-1]
+    d_k = d_model // num_heads
+    ln = (lambda t, g, b: _layer_norm(t, g, b, p["eps"])) if norm else (lambda t, g, b: t)
+
+    def split(t):
+        if transpose:
+            return np.swapaxes(t.reshape(t.shape[:-1] + (num_heads, d_k)), -2, -3)
+        return t.reshape(t.shape[:-2] + (num_heads, n, d_k))          # reshape alone: features mixed across heads
+
+    def merge(t):
+        if transpose:
+            return np.swapaxes(t, -2, -3).reshape(t.shape[:-3] + (n, d_model))
+        return t.reshape(t.shape[:-3] + (n, d_model))
+
+    def attend(h):
+        b = (lambda name: p[name]) if biases else (lambda name: 0.0)
+        Q, K, V = (split(h @ p["W_" + r] + b("b_" + r)) for r in "QKV")
+        s = Q @ np.swapaxes(K, -1, -2) * {"d_k": d_k ** -0.5, "d_model": d_model ** -0.5, "none": 1.0}[scale]
+        if mask is not None:
+            s = np.where(mask, s, -np.inf)
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        return merge(w / w.sum(axis=-1, keepdims=True) @ V) @ p["W_O"] + b("b_O")
+
+    def ffn(h):
+        inner = h @ p["W_1"] + p["b_1"]
+        inner = {"gelu": gelu, "none": lambda t: t, "relu": lambda t: np.maximum(t, 0.0),
+                 "tanh": lambda t: 0.5 * t * (1 + np.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3)))}[act](inner)
+        return inner @ p["W_2"] + p["b_2"]
+
+    for sub, keep, g, b in ((attend, residual[0], "gamma_1", "beta_1"), (ffn, residual[1], "gamma_2", "beta_2")):
+        if post_ln:
+            x = ln((x if keep else 0.0) + sub(x), p[g], p[b])
+        else:                                                          # pre-LN (GPT-2's order), not BERT's
+            x = (x if keep else 0.0) + sub(ln(x, p[g], p[b]))
+    return x
+
+
+#: key -> (the flags of _block that model the mistake, what to say)
+BLOCK_FAULTS = {
+    "no_residual": ({"residual": (False, False)},
+                    "it leaves out both residual additions: LayerNorm(x + sublayer(x)), not LayerNorm(sublayer(x))."),
+    "no_residual_attention": ({"residual": (False, True)},
+                              "it leaves out the residual addition around the attention: "
+                              "x = LayerNorm(x + attention(x)), the x + included."),
+    "no_residual_ffn": ({"residual": (True, False)},
+                        "it leaves out the residual addition around the feed-forward pair: "
+                        "x = LayerNorm(x + FFN(x)), the x + included."),
+    "pre_ln": ({"post_ln": False},
+               "it normalises before each sublayer (pre-LN, x + sublayer(LayerNorm(x)), as GPT-2 does). "
+               "BERT, and so this model, is post-LN: the LayerNorm comes after the residual addition."),
+    "no_gelu": ({"act": "none"}, "it has no activation between W_1 and W_2: apply GELU to x W_1 + b_1."),
+    "relu": ({"act": "relu"}, "it uses ReLU between W_1 and W_2; this model was trained with GELU, "
+                              "0.5 t (1 + erf(t / sqrt(2)))."),
+    "gelu_tanh": ({"act": "tanh"}, "it uses the tanh approximation of GELU; this model uses the exact one, "
+                                   "0.5 t (1 + erf(t / sqrt(2))), erf from scipy.special."),
+    "scale_by_d_model": ({"scale": "d_model"}, "it divides the scores by sqrt(d_model) = sqrt(384); each head "
+                                               "divides by sqrt(d_k) = sqrt(384 / 12) = sqrt(32)."),
+    "no_scaling": ({"scale": "none"}, "it does not divide the scores by sqrt(d_k) = sqrt(32)."),
+    "no_biases": ({"biases": False}, "it leaves out the biases of the projections: q = x W_Q + b_Q, "
+                                     "and the same for k, v and the output's W_O, b_O."),
+    "reshape_without_transpose": ({"transpose": False},
+                                  "it cuts the heads with a reshape alone, which mixes features across heads: "
+                                  "reshape to (n, num_heads, d_k), then swap the first two axes (and back after)."),
+    "no_layer_norm": ({"norm": False}, "it leaves out LayerNorm: (t - mean) / sqrt(var + eps) * gamma + beta "
+                                       "over each token's features."),
+}
+
+
+def _fresh(params):
+    return {k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in params.items()}
+
+
+def _gap(a, b):
+    return float(np.max(np.abs(a - b)))
+
+
+def _bound_words(bound):
+    return f"within {bound:g}" + (" (float64 rounding)" if bound <= 1e-9 else
+                                  " (the precision your block computes in)")
+
+
+def check_your_block(fn, model=None, time_limit=10.0):
+    """Judge your encoder block against the real model, layer by layer; never raises because of ``fn``.
+
+    fn: your block, ``fn(x, params, num_heads, mask=None)`` with x (n, 384),
+        params = ``model.layer_parameters(layer)``, num_heads = 12, returning
+        (n, 384): BERT's post-LN layer (Devlin et al. 2019; Vaswani et al.
+        2017, sec. 3.1-3.3): x = LayerNorm(x + MultiHead(x)), then
+        x = LayerNorm(x + GELU(x W_1 + b_1) W_2 + b_2).
+    model: a loaded :class:`helpers.real_model.MiniLM`; None loads the installed one.
+    time_limit: seconds to wait for one call of ``fn``.
+
+    Three stages, each only if the one before passed: (1) layer 0 of the
+    river sentence of notebook 02, against the model's own output
+    ``hidden_states[1]``; (2) six of your blocks, one per layer, on both
+    sentences, from the vectors the embedding tables give to the sentence
+    embedding (the mean over the tokens, length 1); (3) the river sentence
+    padded to 12 tokens with the padding mask, whose embedding must not move.
+    A wrong layer 0 is matched against :data:`BLOCK_FAULTS` (each a small
+    model of one mistake). Returns a :class:`BlockVerdict`; the bounds it
+    states are :data:`BOUNDS`, never digits of rounding noise.
+    """
+    if not callable(fn):
+        return BlockVerdict(False, "not_a_function", "check_your_block needs your function itself: write "
+                            "check_your_block(workbook.encoder_block), with no parentheses after the name.")
+    model = load_minilm() if model is None else model
+    name = fn_name(fn, "encoder_block")
+    where = parameter(fn, ("mask", "attn_mask"), 3)
+
+    def run_block(x, layer, mask=None):
+        kwargs = {}
+        args = [("x", x), ("params", _fresh(model.layer_parameters(layer))), ("num_heads", model.num_heads)]
+        if mask is not None:
+            if where is None:
+                return None, ("no_mask_argument", f"{name} takes no mask, so it cannot hide the [PAD] keys of a "
+                              "padded batch: give it a mask=None argument and pass the mask to your attention.")
+            if where[0] == "keyword":
+                kwargs[where[1]] = mask
+            else:
+                args.append(("mask", mask))
+        run = call(fn, f"layer {layer}", args, kwargs, time_limit)
+        if not run.finished:
+            return None, ("too_slow", f"{name} did not finish within {time_limit:g} s on layer {layer}: look for a "
+                          "loop that never ends (Python cannot stop it: restart the kernel if the notebook slows).")
+        if isinstance(run.error, NotImplementedError):
+            message = safe_str(run.error)
+            if message.startswith(f"{name}:") or message.startswith("encoder_block:") or not message:
+                return None, ("not_attempted", f"Not attempted yet: {name} still raises NotImplementedError. Write "
+                              "its body in workbook.py (replace the raise line), save the file, and run this cell again.")
+            return None, ("piece_not_written", f"{name} calls a piece that is not written yet ({message}). "
+                          "Write that piece first (its notebook's Build it), or call the course's own "
+                          "(helpers.attention.scaled_dot_product_attention) in its place for now.")
+        if run.error is not None or run.value is None or run.problem is not None:
+            key = "raised" if run.error is not None else "returned_none" if run.value is None else "not_numbers"
+            return None, (key, f"On layer {layer}, {name}: " + raised_words(run, name)
+                          if run.value is not None or run.error is not None else
+                          f"{name} returns nothing (None) on layer {layer}: end it with return x.")
+        if run.out.shape != x.shape:
+            return None, ("wrong_shape", f"On layer {layer}, {name} returned shape {run.out.shape}; it must return "
+                          f"the shape of x, {x.shape} (one vector of d_model = {model.d_model} per token).")
+        if not np.isfinite(run.out).all():
+            return None, ("nan_inf", f"On layer {layer}, {name} returned NaN or infinite entries.")
+        return run.out, None
+
+    # Stage 1: layer 0 against the model's own layer output.
+    river = model.run(SENTENCES[0])
+    x0, want = river.hidden_states[0], river.hidden_states[1]
+    out, problem = run_block(x0, 0)
+    if problem is not None:
+        return BlockVerdict(False, *problem)
+    gap = _gap(out, want)
+    bound_layer = _bound(gap)
+    if bound_layer is None:
+        p0 = model.layer_parameters(0)
+        found = [key for key, (flags, _) in BLOCK_FAULTS.items()
+                 if matches(out, _block(x0, p0, model.num_heads, **flags), rtol=1e-5, atol=1e-6)]
+        bank = river.index(QUERY)
+        shown = side_by_side(out[bank, :6], want[bank, :6], left="yours", right="the model's")
+        key = found[0] if found else "different"
+        why = BLOCK_FAULTS[key][1] if found else ("no single mistake the checker knows explains it. Check each "
+                                                   "step against the docstring: residual, LayerNorm, GELU, sqrt(d_k).")
+        return BlockVerdict(False, key, f"With layer 0's weights, {name} does not give the model's own layer output "
+                            f"(hidden_states[1]; largest difference {gap:.2g}): {why}\nThe first 6 of bank's "
+                            f"{model.d_model} features after layer 0:\n{shown}")
+    lines = [f"Layer 0: with layer 0's weights, {name} gives the model's own output (hidden_states[1]) for all "
+             f"{len(river.tokens)} tokens, each of the {want.size} numbers {_bound_words(bound_layer)}."]
+
+    # Stage 2: six blocks, from the embedding tables to the sentence embedding.
+    gaps, embeddings = [], []
+    for text in SENTENCES:
+        ids = model.tokenize(text)[1]
+        x = model.embedding_vectors(ids)
+        for layer in range(model.num_layers):
+            x, problem = run_block(x, layer)
+            if problem is not None:
+                return BlockVerdict(False, problem[0], "\n".join(lines + [problem[1]]), bound_layer)
+        pooled = x.mean(axis=0)
+        embeddings.append(pooled / np.linalg.norm(pooled))
+        gaps.append(_gap(embeddings[-1], model.run(text).embedding))
+    bound_model = _bound(max(gaps))
+    if bound_model is None:
+        return BlockVerdict(False, "different", "\n".join(lines + [
+            f"Six of your blocks do not give the model's sentence embedding (largest difference {max(gaps):.2g}), "
+            "though layer 0 is right: does your block read a number of layer 0 (a width, a head count) "
+            "instead of its arguments?"]), bound_layer)
+    cosine = float(embeddings[0] @ embeddings[1])
+    lines.append(f"All {model.num_layers} layers: six of your blocks, one per layer, give the model's sentence "
+                 f"embedding of both sentences, each of the {2 * model.d_model} numbers {_bound_words(bound_model)}; "
+                 f"the two sentences' cosine is {cosine:.3f}.")
+
+    # Stage 3: the padding mask.
+    tokens, ids = model.tokenize(SENTENCES[0])
+    n = len(ids)
+    padded = np.concatenate([ids, np.full(PADDED_TO - n, model.pad_id, dtype=ids.dtype)])
+    mask = (np.arange(PADDED_TO) < n)[None, None, :]
+    x = model.embedding_vectors(padded)
+    for layer in range(model.num_layers):
+        x, problem = run_block(x, layer, mask)
+        if problem is not None:
+            return BlockVerdict(False, problem[0], "\n".join(lines + [problem[1]]), bound_layer, bound_model)
+    pooled = x[:n].mean(axis=0)
+    pad_gap = _gap(pooled / np.linalg.norm(pooled), embeddings[0])
+    if _bound(pad_gap) is None:
+        return BlockVerdict(False, "padding_mask_ignored", "\n".join(lines + [
+            f"Padded with {PADDED_TO - n} [PAD] tokens and given the padding mask (shape {mask.shape}), the river "
+            f"sentence's embedding moves (by up to {pad_gap:.2g}): pass mask on to your attention, which must give "
+            "a hidden key weight 0."]), bound_layer, bound_model)
+    lines.append(f"Padded with {PADDED_TO - n} [PAD] tokens, with the padding mask: the same embedding, "
+                 f"{_bound_words(_bound(pad_gap))}. Every layer of the model's forward pass is now yours.")
+    return BlockVerdict(True, None, "\n".join(lines), bound_layer, bound_model)
+
+
+# --------------------------------------------------------------------------
+# Notebook 11's exercise of understanding: what a row of weights supports
+# --------------------------------------------------------------------------
+
+def heatmap_claims(layer, head, weight, weight_in_mixed, key_rank, apart, off):
+    """Which of four claims one row of attention weights supports (weights are evidence, not explanation).
+
+    The notebook passes what its cells measured, so the feedback quotes them:
+    layer, head: the head (counted from 0); weight: bank's weight on river there;
+    weight_in_mixed: the same in "The bank by the river raised its interest rate.";
+    key_rank: river's key's place by length among the keys; apart, off: the two
+    banks' cosine with nothing switched off and with this head off.
+    Returns a :class:`~helpers.exercises.ChoiceExercise` whose right answer is
+    "c" (the softmax keeps the order of the scores: the largest weight is the
+    largest score); the wrong ones are the claims the row alone cannot carry
+    (Jain & Wallace 2019; Wiegreffe & Pinter 2019).
+    """
+
+    return ChoiceExercise(
+        f"Layer {layer} head {head} gives {weight:.2f} of bank's weight to river. "
+        "Which claim does this row alone support?",
+        {"a": "The head has worked out that this bank is a river bank.",
+         "b": "River's key is long, so every query leans on river.",
+         "c": "In this head, bank's query scores river's key higher than any other key.",
+         "d": "Switching the head off would make the two banks' vectors the same."},
+        answer="c",
+        why={"a": "A weight is evidence, not explanation: bank's query in layer 0 is the same in both sentences, "
+                  "and in 'The bank by the river raised its interest rate.' the head still sends "
+                  f"{weight_in_mixed:.2f} to river (section 6).",
+             "b": "The row alone cannot say why: that needs the keys' lengths and the other queries' rows. Here "
+                  f"river's key is number {key_rank} by length and wins on direction (section 6).",
+             "c": "Right. The weights are the softmax of the scores, which keeps their order: the largest weight "
+                  "is the largest score. That is all the row itself says.",
+             "d": "The row cannot tell you that: it needs the experiment. Switched off, the two banks' cosine "
+                  f"rises from {apart:.4f} to {off:.4f}, far from 1 (section 6)."},
+        hint="A row of weights is softmax(scores). What does the softmax keep of the scores, and what would each "
+             "of the other claims need besides the row?")

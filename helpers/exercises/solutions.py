@@ -259,3 +259,40 @@ def solution(piece):
     if not isinstance(piece, str) or piece not in WORKED:
         raise ValueError(f"piece must be one of {', '.join(map(repr, WORKED))}; got {piece!r}")
     return Reveal(f"A worked {piece}", inspect.getsource(WORKED[piece]).rstrip())
+
+
+# ---- the finale (notebook 11): one encoder block of the real model, from your own pieces ----
+
+def encoder_block(x, params, num_heads, mask=None):
+    from scipy.special import erf                                # numpy has no erf; the exact GELU needs it
+    p = params
+
+    def layer_norm(t, gamma, beta):                              # over each token's features
+        mean, var = t.mean(axis=-1, keepdims=True), t.var(axis=-1, keepdims=True)
+        return (t - mean) / np.sqrt(var + p["eps"]) * gamma + beta
+
+    Q, K, V = (split_heads(x @ p["W_" + r] + p["b_" + r], num_heads) for r in "QKV")   # every projection has a bias
+    heads = attention(Q, K, V, mask)[0]                          # your attention: scores / sqrt(d_k), d_k = 32
+    x = layer_norm(x + merge_heads(heads) @ p["W_O"] + p["b_O"], p["gamma_1"], p["beta_1"])  # residual, then LayerNorm
+    inner = x @ p["W_1"] + p["b_1"]                              # (..., n, 1536)
+    inner = 0.5 * inner * (1 + erf(inner / np.sqrt(2)))          # GELU, the exact one
+    return layer_norm(x + inner @ p["W_2"] + p["b_2"], p["gamma_2"], p["beta_2"])   # residual, then LayerNorm
+
+
+WORKED.update(encoder_block=encoder_block)
+STUBS.update({"encoder_block": ("encoder_block(x, params, num_heads, mask=None)", """One encoder layer of all-MiniLM-L6-v2 (BERT), from your own pieces.
+
+    x: (..., n, d_model) token vectors entering the layer; params: the dict
+    model.layer_parameters(layer) gives (W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O,
+    gamma_1, beta_1, W_1, b_1, W_2, b_2, gamma_2, beta_2, eps); num_heads: 12.
+    mask: None, or booleans (..., 1, 1, n), True = may attend (hides [PAD] keys).
+    Post-LN, as BERT:  x = LayerNorm(x + MultiHead(x)),  then
+                       x = LayerNorm(x + GELU(x W_1 + b_1) W_2 + b_2).
+    MultiHead: q = x W_Q + b_Q (and k, v) cut into heads with your split_heads,
+    your attention in each (scores / sqrt(d_k), d_k = d_model / num_heads), the
+    heads joined with your merge_heads, then @ W_O + b_O (multi_head_attention
+    has no biases: build it from the pieces).
+    LayerNorm(t) = (t - mean) / sqrt(var + eps) * gamma + beta, over the last axis.
+    GELU(t) = 0.5 t (1 + erf(t / sqrt(2))), erf from scipy.special.
+    Returns (..., n, d_model). Check it: check_your_block(workbook.encoder_block)."""),
+})
