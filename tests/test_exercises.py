@@ -679,3 +679,24 @@ def test_heads_change_answer_is_measured_from_the_layer_counts():
     for bad in [(4, 12, 5, 10), (4, 12, 2, 3), (4, 12, 2, 2)]:
         with pytest.raises(ValueError, match="num_heads"):
             HeadsChangeExercise(*bad)
+
+
+# ---------------------------------------------------------------- ZeroGradientExercise: the answer is measured
+def test_zero_gradient_exercise_measures_which_weights_learn_nothing():
+    from helpers.exercises import ZeroGradientExercise
+    from helpers.tasks import bank_task
+    from helpers.training import init_params
+    task, p = bank_task(20, seed=1), init_params(6, 2, 2, 2, seed=1)
+    rows = np.arange(20), task.bank
+    one_word = task.X[rows][:, None], task.targets[rows][:, None]
+    # one score per softmax row: weight 1 whatever the score, so W_Q and W_K get exactly 0 (by hand: w (g - w g) = 0)
+    assert ZeroGradientExercise(p, *one_word).answer == "c"
+    # whole sentences: every weight moves the loss
+    assert ZeroGradientExercise(p, task.X, task.targets).answer == "b"
+    # even weights never use the scores: W_Q and W_K again
+    assert ZeroGradientExercise(p, task.X, task.targets, uniform=True).answer == "c"
+    ex = ZeroGradientExercise(p, *one_word)
+    assert ex.feedback("a").mistake == "chose_a" and ex.feedback("c").correct
+    # a read-out of zeros stops W_V too: {W_Q, W_K, W_V} is no option, and the instructor is told
+    with pytest.raises(ValueError, match="W_V.*no option"):
+        ZeroGradientExercise({**p, "W_out": np.zeros_like(p["W_out"])}, *one_word)

@@ -49,7 +49,7 @@ GRAPH = {name: helpers_imports(path) for name, path in MODULES.items()}
 # they are imported from now. Every one must still be importable there.
 IMPORTED_BEFORE = {
     "helpers.exercises": "AttentionCountExercise AttentionWeightsExercise ChoiceExercise DkPredictionExercise Feedback "
-                         "GradientStepExercise HullExercise KVCacheSizeExercise MaskExercise OnlineSoftmaxStepExercise "
+                         "HullExercise KVCacheSizeExercise MaskExercise OnlineSoftmaxStepExercise "
                          "OutputExercise PermutedOutputExercise ProjectionExercise Reveal ScoreExercise "
                          "ScoreVarianceExercise SinusoidalEntryExercise SoftmaxGradientExercise SoftmaxRowExercise "
                          "SplitHeadsExercise WeightsCountExercise _NumericExercise _fmt diagnose exercise",

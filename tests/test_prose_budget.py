@@ -37,7 +37,6 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 NOT_YET_REWRITTEN = {
     name: "over budget until issue 22 rewrites it"
     for name in (
-        "09_learning.ipynb",
     )
 }
 

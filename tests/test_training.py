@@ -318,12 +318,12 @@ def test_w_q_and_w_k_gradients_fall_much_further_than_those_that_skip_the_softma
     _, g1, _ = loss_and_grads(params, train_set.X, train_set.targets)
     fall = {}
     for name in ("W_Q", "W_K", "W_V", "W_out"):
-        start, end, times = _printed(rf"gradient of {name} +[a-z ]+: +([\d.e+-]+) -> ([\d.e+-]+), +([\d,]+) times smaller")
+        start, end, times = _printed(rf"gradient of {name} +([\d.e+-]+) -> ([\d.e+-]+) +([\d,]+)x smaller")
         a, b = np.linalg.norm(g0[name]), np.linalg.norm(g1[name])
         assert f"{a:.1e}" == start and f"{b:.1e}" == end and f"{a / b:,.0f}" == times
         fall[name] = a / b
-    # the prose: W_V's and W_out's fall hundreds to thousands of times, W_Q's and W_K's tens of thousands,
-    # much further (so the loss nearing 0 explains part of the fall, the saturated softmax the rest)
+    # the prose: all four shrink, W_Q's and W_K's far more (tens of thousands of times against hundreds to
+    # thousands: the loss nearing 0 explains part of the fall, the saturated softmax the rest)
     assert all(100 <= fall[k] < 10_000 for k in ("W_V", "W_out"))
     assert all(10_000 <= fall[k] < 100_000 for k in ("W_Q", "W_K"))
     assert min(fall["W_Q"], fall["W_K"]) > 10 * max(fall["W_V"], fall["W_out"])
@@ -368,3 +368,35 @@ def test_the_mask_after_model_uses_the_row_sums_as_the_notebook_says():
     opening /= n - 1
     assert round(opening, 3) == float(_printed(r"in that set gives ([\d.]+)")[0])
     assert opening < floor and losses[-1] < floor and abs(losses[-1] - opening) < 0.01
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_numerical_gradient_refuses_a_low_precision_loss(dtype):
+    # a float32 loss, divided by 2h = 2e-5, rounds a gradient by about 1e-7 / 2e-5 ~ 5e-3 of the loss's size:
+    # refused, naming the dtype and saying to compute in float64
+    x = np.array([0.3, -0.7])
+    with pytest.raises(ValueError, match=rf"float64.*{np.dtype(dtype).name}.*float64"):
+        numerical_gradient(lambda v: dtype(v @ v), x)
+    with pytest.raises(ValueError, match=np.dtype(dtype).name):
+        numerical_gradient(lambda v: np.array([v @ v], dtype=dtype), x)
+    # the same loss in float64 passes and is right: d(v.v)/dv = 2v
+    assert np.allclose(numerical_gradient(lambda v: np.float64(v @ v), x), 2 * x, atol=1e-8)
+
+
+def test_the_gradient_of_w_v_by_hand_is_the_chain_rule_the_notebook_writes():
+    # the notebook's three steps: dL/d(out) = dL/dlogits W_out^T, dL/dV = weights^T dL/d(out), dL/dW_V = X^T dL/dV
+    s = BANK_SETUP
+    task, p = bank_task(8, seed=s["train_seed"]), init_params(6, s["d_k"], s["d_v"], 2, seed=s["init_seed"])
+    logits, cache = forward(p, task.X)
+    _, d_logits = cross_entropy(logits, task.targets)
+    d_V = np.swapaxes(cache["weights"], -1, -2) @ (d_logits @ p["W_out"].T)
+    by_hand = np.einsum("bnd,bne->de", task.X, d_V)
+    numeric = numerical_gradient(lambda W: loss_and_grads({**p, "W_V": W}, task.X, task.targets)[0], p["W_V"])
+    assert relative_error(by_hand, numeric) < 1e-8                  # the bound the notebook prints
+    assert relative_error(by_hand, loss_and_grads(p, task.X, task.targets)[1]["W_V"]) < 1e-12
+    # a wrong chain (the weights not transposed) is caught by the same check
+    wrong = np.einsum("bnd,bne->de", task.X, cache["weights"] @ (d_logits @ p["W_out"].T))
+    assert relative_error(wrong, numeric) > 1e-3
+    out = "".join(o.get("text", "") for c in nbformat.read(NOTEBOOK, as_version=4).cells
+                  if c.cell_type == "code" for o in c.outputs)
+    assert "relative error against finite differences below 1e-8: True" in out

@@ -64,7 +64,7 @@ from helpers.exercises.base import ChoiceExercise, _NumericExercise, exercise  #
 from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
 from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
-from helpers.exercises.learning import GradientStepExercise, SoftmaxGradientExercise
+from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise
 from helpers.exercises.limits import LayoutExercise
 from helpers.exercises.masks_heads import (HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise,
                                           WeightsCountExercise)
@@ -92,7 +92,7 @@ __all__ = [
     "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "HeadsChangeExercise",
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
-    "SoftmaxGradientExercise", "GradientStepExercise",
+    "SoftmaxGradientExercise", "ZeroGradientExercise",
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",

@@ -1,14 +1,15 @@
-"""Exercises of notebook 09: learning by gradient descent (the softmax's gradient, one gradient step)."""
+"""Exercises of notebook 09: learning by gradient descent (the softmax's gradient, which weights get no gradient)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises.base import _Names, _NumericExercise, _code
+from helpers.exercises.base import ChoiceExercise, _Names, _NumericExercise, _code
 from helpers.exercises.feedback import EXACT_ATOL, _comment, _fmt, _term
+from helpers.training import loss_and_grads
 
 __all__ = [
-    "SoftmaxGradientExercise", "GradientStepExercise",
+    "SoftmaxGradientExercise", "ZeroGradientExercise",
 ]
 
 
@@ -94,50 +95,46 @@ class SoftmaxGradientExercise(_NumericExercise):
                              "leaves the softmax unchanged, so the gradient has no component along that direction.")
 
 
-class GradientStepExercise(_NumericExercise):
-    """One step of gradient descent on a single number w, for the loss L(w) = (w x - y)^2.
+class ZeroGradientExercise(ChoiceExercise):
+    """Which learned weights get a gradient of exactly zero in a given setting, and why.
 
-    w: the parameter now; x, y: one input and its target; learning_rate > 0.
-    The answer is the new w: w - learning_rate * dL/dw, with dL/dw = 2 x (w x - y).
-    names: the notebook's names for "w", "x", "y", "learning_rate".
-    Raises ValueError (naming it) for a learning rate that is not a positive number.
+    params, X, targets and the options of ``helpers.training.loss_and_grads``
+    (mask, mask_where, uniform) fix the setting; the checker runs the
+    backward pass on it and takes as the answer the option whose weights are
+    exactly the ones whose whole gradient is 0. The notebook's setting:
+    sentences of one word, where each softmax has one score and gives weight
+    1 whatever it is, so W_Q and W_K get no gradient (the causal mask does
+    the same to the first query of every sequence). Each wrong option names
+    the misconception behind it (feedback keys ``chose_<key>``).
+    Raises ValueError when no option matches the measured set (an
+    instructor's setting the options do not cover).
     """
 
-    def __init__(self, w, x, y, learning_rate, names=None):
-        w, x, y = _number(w, "w"), _number(x, "x"), _number(y, "y")
-        lr = _number(learning_rate, "learning_rate")
-        if lr <= 0:
-            raise ValueError(f"learning_rate must be a positive number; got {learning_rate!r}")
-        grad = 2 * x * (w * x - y)
-        self.expected = np.asarray(w - lr * grad)
-        self.atol = EXACT_ATOL
-        self.shape_note = "the new value of w, one number"
-        self.title = "the new w after one step of gradient descent"
-        self._set_variants([
-            ("ascent",
-             "You stepped up the gradient (w + learning_rate * dL/dw), which raises the loss. Gradient descent "
-             "steps against it: w - learning_rate * dL/dw.", w + lr * grad),
-            ("no_learning_rate",
-             "You subtracted the whole gradient. Gradient descent subtracts the gradient times the learning "
-             f"rate ({lr:g}).", w - grad),
-            ("forgot_two",
-             "The derivative of (w x - y)^2 is 2 x (w x - y): the 2 comes down from the square.",
-             w - lr * x * (w * x - y)),
-            ("gradient_only",
-             "That is the gradient dL/dw, not the new w. Take the step: w - learning_rate * dL/dw.", grad),
-            ("step_only",
-             "That is the size of the step (learning_rate * dL/dw), not the new w. Subtract it from w.", lr * grad),
-        ])
-        names = _Names(names, {"w": "w", "x": "x", "y": "y", "learning_rate": "learning_rate"})
-        wn, xn, yn, ln = names["w"], names["x"], names["y"], names["learning_rate"]
-        self.hint_text = ("Differentiate (w x - y)^2 with respect to w (the chain rule: 2 (w x - y) times x), "
-                          "then move w against that gradient by learning_rate times it.")
-        self.solution_text = _code([
-            (f"my_grad = 2 * {xn} * ({wn} * {xn} - {yn})", f"dL/dw = {_fmt(grad)}"),
-            (f"answer = {wn} - {ln} * my_grad", f"{_fmt(w)} - {lr:g} × {_term(grad)} = {_fmt(self.expected)}"),
-        ])
-        new_loss = (float(self.expected) * x - y) ** 2
-        self.correct_note = (f"The loss falls from {_fmt((w * x - y) ** 2)} to {_fmt(new_loss)}."
-                             if new_loss < (w * x - y) ** 2 else
-                             f"The loss goes from {_fmt((w * x - y) ** 2)} to {_fmt(new_loss)}: this learning rate "
-                             "is too large for this x, and the step overshoots.")
+    OPTION_TEXTS = {
+        "a": ("W_V, W_out and b_out", ("W_V", "W_out", "b_out")),
+        "b": ("none: every weight gets some gradient", ()),
+        "c": ("W_Q and W_K", ("W_Q", "W_K")),
+    }
+
+    def __init__(self, params, X, targets, question=None, **options):
+        _, grads, _ = loss_and_grads(params, X, targets, **options)
+        zero = tuple(sorted(k for k, g in grads.items() if not np.any(g)))
+        matches = [k for k, (_, names) in self.OPTION_TEXTS.items() if tuple(sorted(names)) == zero]
+        if not matches:
+            raise ValueError(f"the setting gives exactly zero gradients to {list(zero) or 'no weight'}, "
+                             f"which no option names; options: {[t for t, _ in self.OPTION_TEXTS.values()]}")
+        self.zero = zero
+        super().__init__(
+            question=question or "Which weights get a gradient of exactly 0 in this setting?",
+            options={k: text for k, (text, _) in self.OPTION_TEXTS.items()},
+            answer=matches[0],
+            why={
+                "a": "The values still reach the output: with one word, the output is that word's value, and "
+                     "the read-out turns it into the prediction. It is the scores that no longer matter.",
+                "b": "A weight learns only if changing it changes the loss. Ask which step of the forward "
+                     "pass can no longer change anything when the softmax has a single score.",
+                "c": "A softmax over one score gives weight 1 whatever the score is: no change in W_Q or W_K "
+                     "moves the loss, so the chain rule carries 0 back through the softmax (w (g - w g) = 0 "
+                     "for w = 1). The causal mask does this to the first query of every sequence.",
+            },
+            hint="Write the softmax of a row with one score. Which weights could change that weight?")
