@@ -291,7 +291,7 @@ class HeatmapClaimExercise(ChoiceExercise):
         options = {
             "a": f"Every word is asking about '{word}'.",
             "b": f"'{word}' is the most important word for what the sentence means.",
-            "c": f"In every row, '{word}''s value gets a larger weight in the mix than any other value.",
+            "c": f"In every row, the value of '{word}' gets a larger weight in the mix than any other value.",
             "d": f"Hiding '{word}' with a mask would leave every output much the same.",
         }
         why = {
