@@ -29,7 +29,8 @@ def attention(Q, K, V, mask=None):
     mask: None, or booleans broadcastable to (..., n_q, n_k), True = may attend;
     a hidden score becomes -inf before the softmax.
     Returns (output, weights): output (..., n_q, d_v), weights (..., n_q, n_k)
-    whose rows sum to 1. Check it: diagnose(workbook.attention).
+    whose rows sum to 1. Check it in notebook 01: diagnose(workbook.attention,
+    masks=False, batches=False); notebook 04 runs the rest: diagnose(workbook.attention).
     """
     raise NotImplementedError("attention: not written yet")
 

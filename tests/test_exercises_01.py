@@ -2,8 +2,8 @@
 
 - KeyDesignExercise (design W_K so that 'bank' prefers 'flooded' over 'river'): many answers are right, so the
   checker checks the property; tested against a loop that shares no code with it, on random matrices.
-- HeatmapClaimExercise (which claim a heatmap supports): the claim about shares of the output is right, the
-  three others are named.
+- HeatmapClaimExercise (which claim a heatmap supports): the claim about the weights in the mix is right,
+  the three others are named.
 - The softmax-row exercise that left the notebook: its cases still run on SoftmaxRowExercise.
 - SourceAudit's quiet mode and its one summary line, and the line notebook 01 stores, recounted from data/.
 - The build cells run diagnose on the workbook's stubs and store "not attempted yet".
@@ -142,13 +142,14 @@ def test_an_instructor_s_bad_inputs_are_refused_by_name():
 
 # ------------------------------------------------------------ which claim a heatmap supports
 
-def test_the_claim_about_shares_is_right_and_the_others_are_named():
+def test_the_claim_about_the_weights_is_right_and_the_others_are_named():
     _, W = None, None
     from helpers.attention import scaled_dot_product_attention
     Q, K = RB.X @ RB.W_Q, RB.X @ RB.W_K
     _, W = scaled_dot_product_attention(Q, K, RB.X @ RB.W_V)
     ex = HeatmapClaimExercise(W, TOKENS)
     assert "'river'" in ex.OPTIONS["c"]               # river takes every row's largest weight (test_published)
+    assert "weight" in ex.OPTIONS["c"] and "share" not in ex.OPTIONS["c"]   # a heatmap shows weights, not shares
     assert ex.feedback("c").correct and ex.feedback(" (C) ").correct
     for letter in "abd":
         feedback = ex.feedback(letter)

@@ -43,7 +43,8 @@ MASK_NAMES = ("mask", "attn_mask", "attention_mask", "attn_bias_mask")
 class _Model:
     """Attention with some of its parts done wrong. The defaults are the right way."""
 
-    scale: object = "sqrt_d_k"   # "none", "d_k", "times_sqrt", or a float: a constant scale
+    scale: object = "sqrt_d_k"   # "none", "d_k", "times_sqrt", "n_keys" (sqrt of the number of keys),
+                                 # "d_v" (sqrt of the values' width), or a float: a constant scale
     orient: str = "QK"           # "KQ": scores = K Q^T
     axis: str = "rows"           # "columns" (axis -2) or "first" (axis 0): softmax down the columns;
                                  # "all": divided by the sum of everything
@@ -66,10 +67,12 @@ class _Model:
         fills = (-np.inf, -1e9) if case.mask is not None and self.mask in ("where", "flipped") else (-np.inf,)
         # a softmax down the columns meets a column the mask hides everywhere: NaN, or zeros when guarded
         guards = (False, True) if case.mask is not None and self.axis != "rows" else (False,)
-        found = [self._predict(case, fill, guard) for fill in fills for guard in guards]
+        # the number of keys read as len(K) (the batch size, on a batch) or as K.shape[-2]
+        n_axes = (0, -2) if self.scale == "n_keys" else (-2,)
+        found = [self._predict(case, fill, guard, n_axis) for fill in fills for guard in guards for n_axis in n_axes]
         return None if None in found else found
 
-    def _predict(self, case, fill, guard=False):
+    def _predict(self, case, fill, guard=False, n_axis=-2):
         Q, K, V, mask = case.Q, case.K, case.V, case.mask
         T = (lambda a: a.T) if self.dot_T else (lambda a: np.swapaxes(a, -1, -2))
         try:
@@ -78,7 +81,8 @@ class _Model:
                 S = Q @ T(K) if self.orient == "QK" else K @ T(Q)
                 d_k = Q.shape[-1]
                 S = S * {"sqrt_d_k": 1 / np.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k,
-                         "times_sqrt": np.sqrt(d_k)}.get(self.scale, self.scale)
+                         "times_sqrt": np.sqrt(d_k), "n_keys": 1 / np.sqrt(K.shape[n_axis]),
+                         "d_v": 1 / np.sqrt(V.shape[-1])}.get(self.scale, self.scale)
                 keep, care = None, np.ones(S.shape[:-1], dtype=bool)
                 if mask is not None and self.mask != "ignored":
                     keep = np.broadcast_to(~mask if self.mask == "flipped" else mask, S.shape)
@@ -123,6 +127,8 @@ _FAULT_KEY = {
     ("naive", True): "no_max_subtraction",
     ("orient", "KQ"): "scores_transposed",
     ("dot_T", True): "batch_transpose",
+    ("scale", "n_keys"): "scale_by_n_keys",
+    ("scale", "d_v"): "scale_by_d_v",
 }
 
 FAULTS = {
@@ -161,6 +167,10 @@ FAULTS = {
                    "layer that reads this token. Where the maximum is -inf, subtract 0 instead, and where the sum of "
                    "exponentials is 0, divide by 1: the weights and the output come out all zeros (as your softmax "
                    "of notebook 01 does).",
+    "scale_by_n_keys": "You divide by sqrt(len(K)), the square root of the number of keys; d_k is the keys' width, "
+                       "K.shape[-1]. Divide by np.sqrt(K.shape[-1]).",
+    "scale_by_d_v": "You divide by the square root of the values' width, d_v = V.shape[-1]; d_k is the keys' width, "
+                    "K.shape[-1]. Divide by np.sqrt(K.shape[-1]).",
 }
 """Every mistake :func:`diagnose` can name, with what it tells the learner."""
 
@@ -203,7 +213,8 @@ def _fit_constant(run):
 
 _SINGLE = [("scale", "none"), ("scale", "d_k"), ("scale", "times_sqrt"), ("mask", "added"), ("axis", "columns"),
            ("axis", "first"), ("axis", "all"), ("mask", "after_softmax"), ("mask", "multiplied"), ("mask", "flipped"),
-           ("mask", "ignored"), ("naive", True), ("orient", "KQ"), ("dot_T", True)]
+           ("mask", "ignored"), ("naive", True), ("orient", "KQ"), ("dot_T", True), ("scale", "n_keys"),
+           ("scale", "d_v")]
 
 
 def _candidates(constants, masks, batches):

@@ -272,8 +272,9 @@ class HeatmapClaimExercise(ChoiceExercise):
     weights: (n_q, n_k) attention weights, one row per query; one key must
     take the largest weight in every row (ValueError otherwise: the claims
     are about that key). keys: the n_k keys' names. The supported claim is
-    the one about what the weights measure, how much of each value goes into
-    each output; the three others read intent, importance or a counterfactual
+    the one about what the weights measure, the weight each value gets in
+    each output's mix (not its share of the output, which depends on the
+    values' lengths too); the three others read intent, importance or a counterfactual
     into them (source 004 on weights and explanations; Jain and Wallace, 2019).
     Feedback keys: None, ``chose_<letter>`` for each wrong claim, ``not_a_choice``.
     """
@@ -290,7 +291,7 @@ class HeatmapClaimExercise(ChoiceExercise):
         options = {
             "a": f"Every word is asking about '{word}'.",
             "b": f"'{word}' is the most important word for what the sentence means.",
-            "c": f"In every row, the value of '{word}' makes up a larger share of the output than any other value.",
+            "c": f"In every row, the value of '{word}' gets a larger weight in the mix than any other value.",
             "d": f"Hiding '{word}' with a mask would leave every output much the same.",
         }
         why = {
@@ -299,7 +300,7 @@ class HeatmapClaimExercise(ChoiceExercise):
             "b": ("Importance for the meaning is a claim about why the model does what it does. A weight is evidence "
                   "about the computation, not an explanation; only changing the input and watching the output "
                   "could test such a claim."),
-            "c": (f"An output is the weighted sum of the values, and every row's largest weight is on '{word}' "
+            "c": (f"An output mixes the values by the weights, and every row's largest weight is on '{word}' "
                   f"(at least {_fmt(float(np.min(np.max(W, axis=1))))})."),
             "d": ("The heatmap cannot tell you that: it shows the weights as they are, not the outputs without a "
                   "key. A mask hands the hidden key's share to the others, so each output moves by that share "

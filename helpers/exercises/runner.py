@@ -237,10 +237,31 @@ def side_by_side(yours, expected, left="yours", right="expected"):
     return "\n".join(rows)
 
 
+def _unwritten_callee(runs, piece):
+    """The other workbook piece whose stub raised, when the learner's function calls one, e.g. 'softmax'; or None.
+
+    A workbook stub raises NotImplementedError("<piece>: not written yet") (solutions.workbook_source)."""
+    names = set()
+    for run in runs:
+        head, sep, rest = str(run.error).partition(": ")
+        if sep and rest == "not written yet" and head.isidentifier() and head != piece:
+            names.add(head)
+    return names.pop() if len(names) == 1 else None
+
+
 def not_attempted(fn, runs, piece):
-    """The verdict for a stub of the workbook: every call raised NotImplementedError. None otherwise."""
+    """The verdict for a stub of the workbook: every call raised NotImplementedError. None otherwise.
+
+    When the NotImplementedError comes from another piece's stub that the function calls (attention calling
+    an unwritten softmax), the verdict says so and names that piece; the key stays ``not_attempted``."""
     if runs and all(isinstance(run.error, NotImplementedError) for run in runs):
         name = fn_name(fn, piece)
+        callee = _unwritten_callee(runs, piece)
+        if callee is not None:
+            return Diagnosis(False, "not_attempted",
+                             f"Not attempted yet: {name} calls {callee}, which is not written yet. Build {callee} "
+                             "first (its Build it cell comes before this one), save workbook.py, and run this cell "
+                             "again.", None, piece)
         return Diagnosis(False, "not_attempted",
                          f"Not attempted yet: {name} still raises NotImplementedError. Write its body in "
                          "workbook.py (replace the raise line), save the file, and run this cell again.",

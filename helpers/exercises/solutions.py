@@ -144,7 +144,8 @@ STUBS = {
     mask: None, or booleans broadcastable to (..., n_q, n_k), True = may attend;
     a hidden score becomes -inf before the softmax.
     Returns (output, weights): output (..., n_q, d_v), weights (..., n_q, n_k)
-    whose rows sum to 1. Check it: diagnose(workbook.attention)."""),
+    whose rows sum to 1. Check it in notebook 01: diagnose(workbook.attention,
+    masks=False, batches=False); notebook 04 runs the rest: diagnose(workbook.attention)."""),
     "causal_mask": ("causal_mask(n)", """The causal mask of n tokens: each token may attend to itself and the tokens before it.
 
     n: the number of tokens, a positive whole number.
