@@ -17,9 +17,6 @@ from helpers.exercises.solutions import STUBS
 BUILD_CALL = re.compile(r"\b(?:diagnose|run_with_your_attention|check_your_block)\(\s*workbook\.(\w+)")
 README_LINE = re.compile(r"^- notebook (\d\d): (.+)$", re.M)
 
-#: workbook functions whose notebook has not been rewritten yet (issue 21); the set only shrinks
-NOT_YET_BUILT = set()
-
 
 def built_by_notebook():
     found = {}
@@ -51,7 +48,4 @@ def test_every_build_cell_builds_a_function_of_the_workbook():
 @pytest.mark.parametrize("name", sorted(STUBS))
 def test_every_workbook_function_is_built_in_a_notebook(name):
     built = {n for names in built_by_notebook().values() for n in names}
-    if name in NOT_YET_BUILT:
-        assert name not in built, f"{name} is built now: take it off NOT_YET_BUILT"
-        pytest.xfail(f"{name}: its notebook is not rewritten yet (issue 21)")
     assert name in built, f"the workbook's {name} is built in no notebook"

@@ -12,10 +12,6 @@ Budgets (issue 22): 2,500 words a notebook, 3,000 for the real-model notebook
 that ends the course; the median sentence at most 20 words, with the splitter
 below (a sentence ends at . ! or ? followed by a space; numbers, code spans and
 the abbreviations listed are kept whole).
-
-Notebooks not yet rewritten for issue 22 are listed in NOT_YET_REWRITTEN and
-expected to fail (strict xfail: the day one fits, the test says to take it off
-the list). The list only shrinks.
 """
 
 import re
@@ -33,12 +29,6 @@ ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "etc.", "vs.", "sec.", "Sec.", "eq.",
                  "Fig.", "fig.", "cf.", "approx.", "No.", "p.", "pp.", "Dr.", "ch.")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
-#: notebook -> why it is over budget today (issue 22 rewrites it; then it leaves this list)
-NOT_YET_REWRITTEN = {
-    name: "over budget until issue 22 rewrites it"
-    for name in (
-    )
-}
 
 
 def budget(name):
@@ -96,13 +86,7 @@ def median_sentence_length(texts):
     return lengths[middle] if len(lengths) % 2 else (lengths[middle - 1] + lengths[middle]) / 2
 
 
-def _cases():
-    for name in NOTEBOOKS:
-        marks = [pytest.mark.xfail(strict=True, reason=NOT_YET_REWRITTEN[name])] if name in NOT_YET_REWRITTEN else []
-        yield pytest.param(name, marks=marks, id=name)
-
-
-@pytest.mark.parametrize("name", list(_cases()))
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_the_main_path_is_within_its_budget(name):
     nb = nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
     prose = main_path_markdown(nb)
