@@ -139,6 +139,8 @@ PHRASES = {
     "no_growth": "happens with the division by sqrt(d_k)",
     "chose_both": "Not quite",
     "chose_neither": "Not quite",
+    "width_saturates": "Wide keys saturate only",
+    "nearest_value": "but also takes a little of every other value",
     # notebook 07's layout exercise (issue 21 sec. 4)
     "fresh_weights_separate": "Each layer draws fresh weights",
     "skip_guarantees": "their bound no longer forces a collapse",
@@ -320,6 +322,8 @@ CASES = {
             ("shape", "answer = (W_m[the_m] @ V_m).reshape(1, 2)"),
             (None, "s = Q_m[the_m] @ K_m.T / np.sqrt(2)\ne = np.exp(s)\nanswer = e / e.sum() @ V_m"),
             ("column_not_row", "answer = W_m[:, the_m] @ V_m"),
+            ("nearest_value", "answer = [0, 4]", "0.89 of its weight"),
+            ("divided_by_d_k", "s = (Q_m @ K_m.T)[the_m] / 2\nw = np.exp(s) / np.exp(s).sum()\nanswer = w @ V_m"),
             ("rounded", "answer = [0.1, 3.6]", "1 decimal"),
             ("other_exercise", "answer = np.array([5.0, -3.0])", "the query of 'interest'"),
             ("different", "answer = out_m[bank_m]"),   # bank's output, printed in section 7, is not The's
@@ -488,8 +492,8 @@ CASES = {
             (None, "answer = 'b'"),
             (None, "answer = 'B'"),
             ("not_attempted", "answer = ..."),
-            ("no_scaling", "answer = 'a'", "row A 0.527, row B 0.992"),
-            ("chose_both", "answer = 'both'"),
+            ("width_saturates", "answer = 'a'", "row A 0.527, row B 0.992"),
+            ("no_scaling", "answer = 'both'", "undivided, both rows"),
             ("chose_neither", "answer = 'neither'"),
             ("not_a_choice", "answer = 'c'"),
         ],

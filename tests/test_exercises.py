@@ -248,8 +248,9 @@ def test_an_answer_rounded_too_far_is_told_so(key):
         feedback = ex.feedback(answer)
         if ex._close(answer, ex.expected):
             assert feedback.correct, feedback.text
-        else:
-            assert feedback.mistake == "rounded", feedback.text
+        else:   # a named mistake may coincide with the rounded answer (02 ex_output: raised's value is The's
+            # output rounded to whole numbers); its text then names the rounding too
+            assert feedback.mistake == "rounded" or "If you rounded" in feedback.text, feedback.text
             assert ("whole numbers" if k == 0 else f"{k} decimal") in feedback.text
 
 

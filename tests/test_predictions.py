@@ -78,7 +78,10 @@ def test_the_saturated_row_is_judged_after_the_division():
     ex = SaturatedRowExercise({"A": ([60.0, 20.0, 35.0, 0.0], 1024), "B": ([14.0, 2.0, 3.0, 1.0], 4)})
     assert ex.answer == "b"
     assert abs(ex.largest["b"] - 0.992) < 5e-4
-    assert ex.feedback("a").mistake == "no_scaling"          # the widest raw gap, 25 against 11
+    # Undivided, both saturate: A's gap of 25 gives 1 / (1 + e^-25 + ...), B's of 11 gives 0.99997.
+    assert ex.feedback("both").mistake == "no_scaling"
+    assert ex.feedback("a").mistake == "width_saturates"     # the wide row, whose lead is 25 / 32 once divided
+    assert "0.781" in ex.feedback("a").text
     # Same rows, both at d_k = 1: now A saturates too.
     both = SaturatedRowExercise({"A": ([60.0, 20.0, 35.0, 0.0], 1), "B": ([14.0, 2.0, 3.0, 1.0], 1)})
     assert both.answer == "both" and both.named == {}

@@ -143,8 +143,10 @@ class SaturatedRowExercise(ChoiceExercise):
     threshold: a row saturates when its largest scaled weight exceeds it.
     The options are each row, "both" and "neither"; the right one is computed
     from softmax(scores / sqrt(d_k)). The wrong option a learner reaches by
-    judging the raw scores (the row whose raw largest-minus-second gap is
-    widest, when that row does not saturate once scaled) is named ``no_scaling``, the key of a forgotten division everywhere. Raises ValueError naming the
+    leaving out the division (the rows whose softmax(scores) saturates) is
+    named ``no_scaling``, the key of a forgotten division everywhere; the
+    row of the widest keys, when it does not saturate once divided, is named
+    ``width_saturates`` (wide keys saturate only undivided). Raises ValueError naming the
     argument for fewer than two rows, a row of fewer than two finite scores,
     or a d_k that is not a positive whole number, or threshold outside (0, 1).
     """
@@ -154,8 +156,7 @@ class SaturatedRowExercise(ChoiceExercise):
             raise ValueError(f"rows must map two row names to (scores, d_k); got {rows!r}")
         if not 0 < threshold < 1:
             raise ValueError(f"threshold must be between 0 and 1; got {threshold!r}")
-        self.rows, self.largest = {}, {}
-        gaps = {}
+        self.rows, self.largest, raw = {}, {}, {}
         for name, item in rows.items():
             try:
                 scores, d_k = item
@@ -169,21 +170,33 @@ class SaturatedRowExercise(ChoiceExercise):
             key = str(name).lower()
             self.rows[key] = (scores, int(d_k))
             self.largest[key] = float(softmax(scores / np.sqrt(d_k)).max())
-            top = np.sort(scores)[::-1]
-            gaps[key] = float(top[0] - top[1])
+            raw[key] = float(softmax(scores).max())
+
+        def pick(hot):
+            return hot[0] if len(hot) == 1 else ("both" if hot else "neither")
+
         names = list(self.rows)
-        hot = [k for k in names if self.largest[k] > threshold]
-        right = hot[0] if len(hot) == 1 else ("both" if hot else "neither")
-        widest = max(names, key=gaps.get)
+        right = pick([k for k in names if self.largest[k] > threshold])
+        undivided = pick([k for k in names if raw[k] > threshold])     # the answer without the division
+        widest = max(names, key=lambda k: self.rows[k][1])
         options = {k: f"row {k.upper()}" for k in names}
         options.update(both="both rows", neither="neither row")
         shown = ", ".join(f"row {k.upper()} {self.largest[k]:.3f}" for k in names)
         why = {k: (f"Divide each row by its own sqrt(d_k) first: the largest weights are {shown}.")
                for k in [*names, "both", "neither"]}
-        if widest not in hot:       # the widest raw gap, and yet this row does not saturate once scaled
-            why[widest] = (f"The scaling is forgotten: row {widest.upper()} has the widest raw gap, but it is "
-                           f"divided by a larger sqrt(d_k). " + why[widest])
-        self.named = {widest: "no_scaling"} if widest not in hot else {}
+        self.named = {}
+        if undivided != right:
+            which = {"both": "both rows would", "neither": "neither row would"}.get(undivided, f"only row {undivided.upper()} would")
+            why[undivided] = (f"The scaling is forgotten: undivided, {which} put over {threshold:g} of the weight on one key; but the softmax "
+                              f"sees each row divided by its own sqrt(d_k): {shown}.")
+            self.named[undivided] = "no_scaling"
+        if widest != right and widest not in self.named and self.largest[widest] <= threshold:
+            scores, d_k = self.rows[widest]
+            top = np.sort(scores / np.sqrt(d_k))[::-1]
+            why[widest] = (f"Wide keys saturate only when nobody divides: divided by sqrt({d_k}) = "
+                           f"{np.sqrt(d_k):g}, row {widest.upper()}'s largest score leads the next by only "
+                           f"{top[0] - top[1]:.3g}. " + why[widest])
+            self.named[widest] = "width_saturates"
         super().__init__(
             question=(f"Two rows of raw scores (not yet divided), each from keys of its own width. After the "
                       f"division by sqrt(d_k) and the softmax, which row puts more than {threshold:g} of its "

@@ -369,6 +369,8 @@ class OutputExercise(_NumericExercise):
     (d_v,). Tolerance: with every weight rounded to 3 decimals (off by up to
     0.0005), output entry c is off by at most 0.0005 times the sum of
     |V[:, c]|; another 0.0005 allows for rounding the output itself.
+    Named mistakes include ``nearest_value`` (the value of the word it leans
+    on most, not the mix) and ``divided_by_d_k``.
     """
 
     def __init__(self, X, W_Q, W_K, W_V, tokens, token, names=None):
@@ -385,6 +387,14 @@ class OutputExercise(_NumericExercise):
         values = names["V"] or f"{names['X']} @ {names['W_V']}"
         root = np.sqrt(K.shape[1])
         scaled = (Q @ K.T)[i] / root
+        top = int(np.argmax(W[i]))          # the word it leans on most
+
+        def _also_rounded(value):
+            """The rounding note, when this value is also the right answer rounded too far."""
+            for k, places in ((0, "whole numbers"), (1, "1 decimal"), (2, "2 decimals")):
+                if np.allclose(value, np.round(out[i], k), rtol=0, atol=1e-9):
+                    return f" If you rounded: that is the right answer rounded to {places}, too far; keep three decimals."
+            return ""
         variants = [
             ("mixed_embeddings",
              f"You mixed the word vectors {names['X']}, not the values. The output mixes the values, {values}.",
@@ -396,6 +406,9 @@ class OutputExercise(_NumericExercise):
             ("no_scaling",
              "You used the weights of the raw scores: the scaling is forgotten. Divide the scores by sqrt(d_k) "
              "before the softmax.", softmax((Q @ K.T)[i]) @ V),
+            ("divided_by_d_k",
+             f"You divided by d_k = {K.shape[1]}; divide by its square root, sqrt(d_k) = {_fmt(root)}.",
+             softmax((Q @ K.T)[i] / K.shape[1]) @ V),
             ("transposed_scores",
              f"You computed K @ Q.T (or took a column of the scores): that scores the key of '{token}' against "
              f"every query. The scores of '{token}' are its query against every key: q_{token} @ K.T.",
@@ -411,6 +424,9 @@ class OutputExercise(_NumericExercise):
              V.sum(axis=0)),
             ("all_outputs",
              f"That is every word's output, one row per word. The exercise asks for the row of '{token}' only.", out),
+            ("nearest_value",
+             f"That is the value of '{tokens[top]}'. The output leans on '{tokens[top]}' ({W[i, top]:.2f} of its "
+             "weight) but also takes a little of every other value: compute the mix." + _also_rounded(V[top]), V[top]),
         ]
         self._set_variants(variants)
         lines = []
@@ -558,7 +574,7 @@ class ScoreVarianceExercise(_NumericExercise):
         self.correct_note = ((f"Var(q . k) = d_k = {_fmt(self.expected)} here" if term == 1.0 else
                               f"Var(q . k) = d_k × var_q × var_k = {d_k} × {_fmt(var_q)} × {_fmt(var_k)} = "
                               f"{_fmt(self.expected)} here")
-                             + f", so a typical score is about sqrt of it, {_fmt(np.sqrt(self.expected))}, away from 0.")
+                             + f", so a typical score is about its square root, {_fmt(np.sqrt(self.expected))}, away from 0.")
 
     #: How far (as a share of the prediction) a measured variance of a few thousand draws typically lands.
     MEASURED_SHARE = 0.1
