@@ -229,6 +229,12 @@ class HullExercise(ChoiceExercise):
     OPTIONS = {"yes": "some scores make this point the output",
                "no": "no scores can make this point the output"}
 
+    def _key_of(self, answer):
+        # The question asks for 'yes' or 'no' in quotes: True and False get the how-to-answer line, as 3 does.
+        if isinstance(answer, (bool, np.bool_)):
+            return None
+        return super()._key_of(answer)
+
     def __init__(self, point, values, labels):
         V = _matrix(values, "values")
         labels = [str(t) for t in labels]
