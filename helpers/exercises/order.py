@@ -223,7 +223,9 @@ class HullExercise(ChoiceExercise):
     assumed to see at least one key (a fully masked row returns the zero
     vector instead). Raises ValueError when the point lies on the hull's
     edge: reaching it needs a weight of exactly 0, which only a mask gives,
-    so the question would have no clean answer.
+    so the question would have no clean answer. True and False are not read
+    as yes and no: the question asks for the word in quotes, so they get the
+    how-to-answer line (mistake ``not_a_choice``), as 3 does.
     """
 
     OPTIONS = {"yes": "some scores make this point the output",
