@@ -431,10 +431,10 @@ CASES = {
         "ex_hull": [
             (None, "answer = 'no'"),
             (None, "answer = ' No '"),
-            (None, "answer = False"),
+            ("not_a_choice", "answer = False", "'yes' or 'no', in quotes"),   # the question asks for text in quotes
             ("not_attempted", "answer = ..."),
             ("chose_yes", "answer = 'yes'", "a common mistake"),
-            ("chose_yes", "answer = True"),
+            ("not_a_choice", "answer = True", "'yes' or 'no', in quotes"),
             ("not_a_choice", "answer = 'maybe'", "'yes' or 'no'"),
             ("not_a_choice", "answer = 0.5"),
         ],

@@ -656,3 +656,27 @@ def test_nan_of_the_right_shapes_is_nan_inf_and_text_is_not_numbers(piece):
         return tuple(np.full(np.shape(a), np.nan) for a in out) if isinstance(out, tuple) else np.full(out.shape, np.nan)
     assert diagnose(nan, piece=piece).mistake == "nan_inf"
     assert diagnose(lambda *args: "the answer", piece=piece).mistake == "not_numbers"
+
+
+@pytest.mark.parametrize("piece", PIECES_HERE)
+def test_text_is_named_as_the_functions_not_as_an_answer_in_quotes(piece):
+    # A function's return is not an exercise answer: no "Remove the quotes", but what to return instead.
+    def text(*args):
+        return "the answer"
+
+    verdict = diagnose(text, piece=piece)
+    assert "text returns text, not numbers: return numpy arrays." in verdict.text, verdict.text
+    assert "Remove the quotes" not in verdict.text
+
+
+def test_a_mutation_beside_a_wrong_output_is_said_on_its_own_line():
+    # Wrong (the new token left out) and changing cache_keys in place: the "Also" must not end the table's last row.
+    def fn(cache_keys, cache_values, q, k, v):
+        if len(cache_keys) == 0:
+            return np.array(v, dtype=float)
+        out = WORKED["kv_cache_step"](cache_keys[:0], cache_values[:0], q, cache_keys[-1], cache_values[-1])
+        cache_keys[...] = 0
+        return out
+
+    verdict = diagnose(fn, piece="kv_cache_step")
+    assert not verdict.correct and "\nAlso, it changes its input cache_keys in place" in verdict.text, verdict.text

@@ -326,6 +326,16 @@ def test_hull_exercise_measures_its_answer():
     assert far.answer == "no" and "common mistake" not in far.feedback("yes").text
 
 
+def test_hull_exercise_reads_a_bool_as_no_choice():
+    # The question asks for 'yes' or 'no' in quotes; True must not be taken for 'yes'.
+    ex = HullExercise((0.9, 0.4), RIVER_BANK, TOKENS)
+    for answer in (True, False, np.True_, 3, float("nan")):
+        fb = ex.feedback(answer)
+        assert (fb.correct, fb.mistake) == (False, "not_a_choice")
+        assert fb.text == "Answer with one of 'yes' or 'no', in quotes (a string)."
+    assert ex.feedback("no").correct
+
+
 def test_hull_exercise_refuses_a_point_on_the_edge_and_labels_that_do_not_fit():
     with pytest.raises(ValueError, match="^point .* lies on the edge"):
         HullExercise((0.8, 0.2), RIVER_BANK, TOKENS)

@@ -83,6 +83,9 @@ CASES = {
         ("old_max_kept", [S_THE, 1 + math.exp(S_RIVER - S_THE)]),
         ("max_not_subtracted", [S_RIVER, F + math.exp(S_RIVER)]),
         ("scores_not_exponentiated", [S_RIVER, F + 0.0]),
+        ("old_max_in_answer", [S_THE, F + 1]),             # the right l beside the old m
+        ("old_sum_dropped", [S_RIVER, 1.0]),                # exp(s_river - m') = exp(0) = 1 alone
+        ("m_and_l_swapped", [F + 1, S_RIVER]),              # [l', m']
         ("rounded", [1.06, 1.41]),
         ("shape", 1.406),
         ("different", [1.061, 1.5]),
@@ -93,6 +96,7 @@ CASES = {
         ("cache_heads_forgotten", 2 * 28 * 128 * 4096),
         ("cache_layers_forgotten", 2 * 16 * 128 * 4096),
         ("cache_n_squared", 2 * 28 * 16 * 128 * 4096 ** 2),
+        ("cache_tokens_forgotten", 2 * 28 * 16 * 128),      # 114,688: one token's keys and values
         ("bytes_float64", 8 * 2 * 28 * 16 * 128 * 4096),
         ("bytes_float32", 4 * 2 * 28 * 16 * 128 * 4096),
         ("other_exercise", 24 * 12 * 1000 ** 2),
@@ -105,7 +109,9 @@ PHRASES = {
     "not_rescaled": "as it was", "factor_upside_down": "exp(m' - m)", "old_max_kept": "kept the old maximum",
     "max_not_subtracted": "without subtracting", "scores_not_exponentiated": "the scores themselves",
     "keys_only": "the factor 2", "cache_heads_forgotten": "left out the heads",
-    "cache_layers_forgotten": "left out the layers", "cache_n_squared": "grows with n × n",
+    "cache_layers_forgotten": "left out the layers", "cache_n_squared": "counts n × n",
+    "cache_tokens_forgotten": "left out the tokens", "old_max_in_answer": "still the old maximum",
+    "old_sum_dropped": "counts only", "m_and_l_swapped": "The order is [m, l]",
     "bytes_float64": "8 bytes", "bytes_float32": "4 bytes", "rounded": "Rounded too far", "shape": "Wrong shape",
     "different": "Not yet", "not_numbers": "not numbers", "other_exercise": "another exercise", "nan_inf": "inf",
 }
@@ -162,7 +168,11 @@ def test_an_instructor_who_changes_the_inputs_changes_nothing_else():
     # The maximum stays at 3 (the block's scores are lower): factor exp(0) = 1, l' = 1.5 + e^-1 + e^-2.
     step = OnlineSoftmaxStepExercise(3.0, 1.5, [2.0, 1.0])
     assert np.allclose(step.expected, [3.0, 1.5 + math.exp(-1) + math.exp(-2)])
-    assert step.mistakes == ["max_not_subtracted", "scores_not_exponentiated"]   # the rescaling mistakes need a move
+    # The rescaling mistakes need a move; the others stay (l' = 2.0 differs from m' = 3, so a swap is named).
+    assert step.mistakes == ["old_sum_dropped", "m_and_l_swapped", "max_not_subtracted", "scores_not_exponentiated"]
+    assert step.feedback([3.0, math.exp(-1) + math.exp(-2)]).text == (
+        "Your l counts only the new block; the old sum stays in it.")
+    assert "np.array" not in step.feedback(list(step.expected)).text      # the question asks for a list
 
 
 @pytest.mark.parametrize("make, pattern", [

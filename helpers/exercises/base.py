@@ -130,6 +130,9 @@ class _NumericExercise(_Exercise):
     #: (e.g. the whole score matrix given where one score is asked): (row labels, column labels)
     container_labels = (None, None)
 
+    #: True when the question itself asks for a Python list: a right list then gets no note about arrays.
+    asks_for_a_list = False
+
     def _set_variants(self, variants):
         """Keep the (key, message, value) variants that these inputs tell apart; register the exercise."""
         kept, self.coinciding = [], []
@@ -226,7 +229,7 @@ class _NumericExercise(_Exercise):
             return self._nonfinite_feedback(arr)
         if self._close(arr, self.expected):
             text = "Correct! " + self.correct_note
-            if isinstance(answer, (list, tuple)) and np.ndim(self.expected) > 0:
+            if isinstance(answer, (list, tuple)) and np.ndim(self.expected) > 0 and not self.asks_for_a_list:
                 kind = "tuple" if isinstance(answer, tuple) else "list"
                 text += (f"\n(You gave a Python {kind}; the values are right, so it counts. In numpy code you will "
                          f"usually keep an array: np.array(your_{kind}) makes one, and arrays let you write Q @ K.T.)")

@@ -227,10 +227,29 @@ def _same_array(out, want, rtol=RTOL, atol=ATOL):
     return out is not None and out.shape == want.shape and bool(np.all(_close(out, want, rtol, atol)))
 
 
+TEXT = "returns text, not numbers: return numpy arrays."
+
+
+def _is_text(value):
+    """True for a string, an array of strings, or a tuple or list holding one: a function's, not an answer's."""
+    if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.dtype.kind in "US"):
+        return True
+    return isinstance(value, (tuple, list)) and any(_is_text(v) for v in value)
+
+
+def _read_output(value, pair=False):
+    """read_numbers, with text named as a function's fault (the exercises' wording asks to remove quotes)."""
+    if _is_text(value):
+        return None, None, TEXT
+    return read_numbers(value, pair=pair)
+
+
 def _read_step(value):
     """(the three arrays, None, problem) for what an online_softmax_update returned."""
     if value is None:
         return None, None, "returned None."
+    if _is_text(value):
+        return None, None, TEXT
     if not isinstance(value, (tuple, list)) or len(value) != 3:
         if not isinstance(value, (tuple, list)) and _read(value)[1] is not None:
             return None, None, "returned something that is not an array of numbers. " + _read(value)[1].text
@@ -249,7 +268,7 @@ def _read_first(value):
     """What a kv_cache_step returned: the output, or the first entry of a tuple (output, weights, ...)."""
     if isinstance(value, (tuple, list)) and len(value) >= 2 and isinstance(value[0], np.ndarray):
         value = value[0]
-    return read_numbers(value)
+    return _read_output(value)
 
 
 # --------------------------------------------------------------------------
@@ -297,7 +316,7 @@ def _verdict(fn, runs, piece, right, low, keys, agrees, shown, unexplained, orde
         if any(run.printed for run in runs):
             text += " (It prints while it runs; diagnose kept that out of sight.)"
         return Diagnosis(True, None, text, None, piece)
-    also = f" Also, {changes}" if mutated else ""
+    also = f"\nAlso, {changes}" if mutated else ""
     first = runs[ok.index(False)]
     where = f"It first goes wrong on {first.case.words}. {shown(first)}"
     if all(low(run) for run in runs):
@@ -449,7 +468,7 @@ def check_tiled(fn, time_limit):
             return args, {where: case.args["block_size"]}
         return args + [("block_size", case.args["block_size"])], {}
 
-    runs = _run_all(fn, TILED_ATTENTION, args_of, time_limit, lambda value: read_numbers(value, pair=True))
+    runs = _run_all(fn, TILED_ATTENTION, args_of, time_limit, lambda value: _read_output(value, pair=True))
     return _verdict_of_output(
         fn, runs, "tiled_attention", _right_tiled, TILED_KEYS, _agrees_tiled,
         "the output has one row per query and one column per value feature, (..., n_q, d_v).",

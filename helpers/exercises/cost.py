@@ -89,8 +89,18 @@ class OnlineSoftmaxStepExercise(_NumericExercise):
         self.atol = EXACT_ATOL
         self.shape_note = "two numbers, [new running max, new running sum]"
         self.title = "the running max and sum after one more block"
+        self.asks_for_a_list = True                # the notebook asks for [m_new, l_new]
         moved = new != m
+        block_sum = np.exp(s - new).sum()
+        new_key = "the new key" if s.size == 1 else "the new block"
         variants = [
+            ("old_max_in_answer",
+             "Your m is still the old maximum.", [m, self.expected[1]] if moved else None),
+            ("old_sum_dropped",
+             f"Your l counts only {new_key}; the old sum{f', times {_fmt(factor)},' if moved else ''} stays in it.",
+             [new, block_sum]),
+            ("m_and_l_swapped",
+             "The order is [m, l].", [self.expected[1], new] if self.expected[1] != new else None),
             ("not_rescaled",
              f"Your sum keeps the old l = {_fmt(l)} as it was, but it was measured against the old maximum "
              f"{_fmt(m)}. Multiply it by exp(m - m') = {_fmt(factor)} before adding the new block.",
@@ -150,9 +160,11 @@ class KVCacheSizeExercise(_NumericExercise):
              total // H if H > 1 else None),
             ("cache_layers_forgotten",
              f"You left out the layers: each of the {L} layers keeps its own cache.", total // L if L > 1 else None),
+            ("cache_tokens_forgotten",
+             f"You left out the tokens: each of the {n:,} tokens leaves its own key and value.",
+             total // n if n > 1 else None),
             ("cache_n_squared",
-             "That grows with n × n, like the scores. The cache grows with n: each new token adds one key and one "
-             "value per head and layer.", total * n),
+             "That counts n × n: the cache holds one key and one value per token, so it grows with n.", total * n),
             ("bytes_float64",
              "That is the size in bytes at 8 bytes per number (float64). The question asks how many numbers.",
              total * 8),

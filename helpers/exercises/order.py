@@ -223,11 +223,19 @@ class HullExercise(ChoiceExercise):
     assumed to see at least one key (a fully masked row returns the zero
     vector instead). Raises ValueError when the point lies on the hull's
     edge: reaching it needs a weight of exactly 0, which only a mask gives,
-    so the question would have no clean answer.
+    so the question would have no clean answer. True and False are not read
+    as yes and no: the question asks for the word in quotes, so they get the
+    how-to-answer line (mistake ``not_a_choice``), as 3 does.
     """
 
     OPTIONS = {"yes": "some scores make this point the output",
                "no": "no scores can make this point the output"}
+
+    def _key_of(self, answer):
+        # The question asks for 'yes' or 'no' in quotes: True and False get the how-to-answer line, as 3 does.
+        if isinstance(answer, (bool, np.bool_)):
+            return None
+        return super()._key_of(answer)
 
     def __init__(self, point, values, labels):
         V = _matrix(values, "values")
