@@ -266,8 +266,8 @@ class SourceAudit:
         """Print one line: how many published numbers are reproduced, and how many differ by the source's rounding.
 
         published: optionally the example's whole ``published`` dict; entries of
-        it that were never checked are then counted and named, so "all" is
-        said only when every published number was checked. A number is
+        it that were never checked are then counted and named. "all" is said
+        only when it is given and every published number was checked. A number is
         reproduced when it matches to the source's rounding, or differs where
         the source rounded an earlier step (its note says so, and
         tests/test_published.py recomputes the source's rounded chain).
@@ -286,7 +286,7 @@ class SourceAudit:
                   f"differ{'s' if unexplained == 1 else ''} unexplained, "
                   f"listed in {self.table_at}")
         else:
-            scope = "all " if not missing else ""
+            scope = "all " if published is not None and not missing else ""   # "all" only when checked against all
             print(f"{scope}{entries} numbers published by {self.source} are reproduced; {rounded} "
                   f"differ{'s' if rounded == 1 else ''} only by the published rounding, listed in {self.table_at}")
         if missing:
