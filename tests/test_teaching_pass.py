@@ -312,7 +312,7 @@ def test_the_audit_summary_counts_every_number_and_says_where_the_table_is(capsy
     audit.record([1.2, 2.0], PUB, labels=["a", "b"])        # one off, and the source rounded first
     assert capsys.readouterr().out == ""                    # recording prints nothing
     audit.summary()
-    assert capsys.readouterr().out.strip() == ("all 4 numbers published by source X are reproduced; 1 differs only "
+    assert capsys.readouterr().out.strip() == ("4 numbers published by source X are reproduced; 1 differs only "
                                                "by the published rounding, listed in the appendix")
     audit.record(4.0, PUB_PLAIN)                            # off, and nothing explains it
     audit.summary()
