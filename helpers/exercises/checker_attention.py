@@ -355,11 +355,10 @@ def _empty_rows_zero(run):
     (A large negative fill such as -1e9 spreads such a row's weight evenly instead: no query reads a pad's
     row, and notebook 04 shows that spread as harmless, so it is accepted; NaN is not, since it reaches every
     query of the next layer.)"""
-    mask = run.case.mask
-    if mask is None or run.out is None:
+    if run.case.mask is None or run.out is None:
         return True
-    rows = ~np.broadcast_to(mask, _expected(run.case)[1].shape).any(axis=-1)
-    if not rows.any() or run.out.shape != _expected(run.case)[0].shape:
+    rows = ~_care(run.case)                       # the queries with no key to read
+    if not rows.any() or run.out.shape[:-1] != rows.shape:
         return True
     with np.errstate(all="ignore"):
         return bool(np.all(np.isfinite(run.out[rows])))

@@ -77,7 +77,7 @@ def _bound(gap):
     return next((b for b in BOUNDS if gap < b), None)
 
 
-def _row(model, output, tokens):
+def _row(output, tokens):
     """'bank''s weights in LAYER, HEAD as 'token 0.123' pairs."""
     i = tokens.index(QUERY)
     return "  ".join(f"{t} {w:.3f}" for t, w in zip(tokens, output.attention[LAYER, HEAD, i]))
@@ -127,8 +127,8 @@ def run_with_your_attention(fn, model=None):
                  f"{cosine_course:.3f}.")
     tokens = course[0].tokens
     if yours[0].attention is not None and (not agrees or not verdict.correct):
-        lines.append(f"'{QUERY}' in layer {LAYER}, head {HEAD}:\n  yours:    {_row(model, yours[0], tokens)}\n"
-                     f"  course's: {_row(model, course[0], tokens)}")
+        lines.append(f"'{QUERY}' in layer {LAYER}, head {HEAD}:\n  yours:    {_row(yours[0], tokens)}\n"
+                     f"  course's: {_row(course[0], tokens)}")
     correct = agrees and verdict.correct
     if not verdict.correct:
         lines.append(("On these sentences (no mask) the model cannot tell, but " if agrees else "")
