@@ -287,8 +287,12 @@ class SourceAudit:
                   f"listed in {self.table_at}")
         else:
             scope = "all " if published is not None and not missing else ""   # "all" only when checked against all
-            print(f"{scope}{entries} numbers published by {self.source} are reproduced; {rounded} "
-                  f"differ{'s' if rounded == 1 else ''} only by the published rounding, listed in {self.table_at}")
+            if rounded:
+                print(f"{scope}{entries} numbers published by {self.source} are reproduced; {rounded} "
+                      f"differ{'s' if rounded == 1 else ''} only by the published rounding, listed in {self.table_at}")
+            else:
+                print(f"{scope}{entries} numbers published by {self.source} are reproduced, each to its published "
+                      f"rounding ({self.table_at} has the table)")
         if missing:
             print(f"not checked: {', '.join(missing)}")
 

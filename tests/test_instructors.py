@@ -153,3 +153,14 @@ def test_the_guide_lists_exactly_the_mistakes_diagnose_names():
 def test_the_readme_links_the_guide():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "[INSTRUCTORS.md](INSTRUCTORS.md)" in readme.split("## For instructors", 1)[1]
+
+
+def test_where_each_thing_lives_names_every_helpers_module():
+    # The guide's "Where each thing lives" table is where an instructor looks for a module; a module
+    # added without a row there is invisible to them. Every .py file of the helpers package (but the
+    # packages' __init__ files) must be named in that section, by its file name.
+    section = GUIDE.split("## Where each thing lives", 1)[1].split("\n## ", 1)[0]
+    helpers = Path(__file__).resolve().parents[1] / "helpers"
+    modules = sorted(p.name for p in helpers.rglob("*.py") if p.name != "__init__.py")
+    missing = [name for name in modules if f"`{name}`" not in section and f"helpers/{name}" not in section]
+    assert not missing, f"INSTRUCTORS.md's 'Where each thing lives' does not name: {missing}"
