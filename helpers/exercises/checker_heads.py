@@ -14,8 +14,14 @@ learner's function gave):
                                 no_scaling, single_head, mask_ignored
 
 ``multi_head_attention`` may return the output or (output, weights); the
-output is checked. Its mask (True = may attend) is read from the signature
-like attention's, and its battery gives only masks whose meaning is
+output is checked. Its ``reshape_without_transpose`` is a reshape alone in
+the split, in the merge, or in both. When its mask is ignored (or it cannot
+pass one on), the attention it calls (``attention``, ``workbook.attention``)
+is run under a causal mask: if that attention ignores its mask or takes
+none, as notebook 01's does, the verdict says so and where attention gets
+its mask (helpers.course.BUILT_IN), not that the multi-head function is
+wrong. Its mask (True = may attend) is read from the signature like
+attention's, and its battery gives only masks whose meaning is
 unambiguous: none, a causal mask (n, n), and a padding mask with its head
 axis (B, 1, 1, n).
 """
