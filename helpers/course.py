@@ -29,7 +29,7 @@ COURSE = (
     ("11_real_model.ipynb", "The real thing", "the same sentences through a real trained model, with the course's own attention, then with yours and your own encoder block"),
 )
 
-__all__ = ["COURSE", "ready_notebooks", "show_course_map"]
+__all__ = ["COURSE", "BUILT_IN", "ready_notebooks", "show_course_map"]
 
 
 def ready_notebooks(folder=NOTEBOOKS_DIR):
@@ -44,3 +44,22 @@ def show_course_map(folder=NOTEBOOKS_DIR):
         status = "ready " if name in ready else "coming"
         print(f"[{status}] {name}: {title}")
         print(f"         {what}")
+
+
+#: Where the learner builds each function of the workbook: its notebook's Build it section (and where
+#: a later notebook finishes it). tests/test_build_sections.py checks it against the notebooks' build cells.
+BUILT_IN = {
+    "softmax": "notebook 01",
+    "attention": "notebook 01 (with masks in notebook 04)",
+    "causal_mask": "notebook 04",
+    "padding_mask": "notebook 04",
+    "split_heads": "notebook 05",
+    "merge_heads": "notebook 05",
+    "multi_head_attention": "notebook 05",
+    "positional_encoding": "notebook 06",
+    "online_softmax_update": "notebook 08",
+    "tiled_attention": "notebook 08",
+    "kv_cache_step": "notebook 08",
+    "softmax_backward": "notebook 09",
+    "encoder_block": "notebook 11",
+}

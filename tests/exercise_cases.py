@@ -115,6 +115,9 @@ PHRASES = {
     "one_head": "the weights of one head",
     "split_like_features": "the weights are not",
     "one_per_token": "one weight per head per token",
+    "causal_half": "only the pairs a causal mask keeps",
+    "multiply_adds": "the multiply-adds of the scores",
+    "output_size": "the numbers in the layer's output",
     # notebook 05, issue 21 sec. 4: what changing num_heads changes
     "everything_grows": "More heads are not more matrices",
     "nothing_changes": "but the weights do not",
@@ -536,7 +539,13 @@ CASES = {
             ("one_head", "answer = 2048 * 2048"),
             ("split_like_features", "answer = 2048 * 2048 / 8"),
             ("one_per_token", "answer = 8 * 2048"),
-            ("different", "answer = 2048 * 512"),
+            # by hand, from the inputs: 8 * 2048 * 2049 / 2 = 16,785,408; 8 * 2048**2 / 2 = 16,777,216
+            ("causal_half", "answer = 8 * 2048 * 2049 // 2", "2,098,176 per head"),
+            ("causal_half", "answer = 8 * 2048**2 / 2", "2,097,152 per head"),
+            # 8 * 2048**2 * 64 = 2,147,483,648 (d_k = 512 / 8 = 64); 2048 * 512 = 1,048,576 = 4 * 512**2
+            ("multiply_adds", "answer = 8 * 2048 * 2048 * 64", "2,147,483,648"),
+            ("output_size", "answer = 2048 * 512", "1,048,576"),
+            ("different", "answer = 2048 * 64"),
             ("other_exercise", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)", "x split into 3 heads"),
         ],
         "ex_heads": [

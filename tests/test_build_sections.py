@@ -49,3 +49,16 @@ def test_every_build_cell_builds_a_function_of_the_workbook():
 def test_every_workbook_function_is_built_in_a_notebook(name):
     built = {n for names in built_by_notebook().values() for n in names}
     assert name in built, f"the workbook's {name} is built in no notebook"
+
+
+def test_the_course_map_says_where_each_piece_is_built():
+    # helpers.course.BUILT_IN is what a checker names when a function calls an unwritten piece: its first
+    # notebook is the first that builds the piece, and every notebook it names builds it.
+    from helpers.course import BUILT_IN
+    built = built_by_notebook()
+    assert set(BUILT_IN) == set(STUBS)
+    for name, where in BUILT_IN.items():
+        named = re.findall(r"notebook (\d\d)", where)
+        builders = [nn for nn in sorted(built) if name in built[nn]]
+        assert named and named[0] == builders[0], (name, where, builders)
+        assert set(named) <= set(builders), (name, where, builders)

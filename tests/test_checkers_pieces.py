@@ -163,6 +163,18 @@ def mha_reshape_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return out.reshape(*X.shape) @ W_O
 
 
+def mha_merge_reshape_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Split right, merged back with a reshape alone (no transpose): the fault of the merge only."""
+    Q, K, V = (_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    return _attend(Q, K, V, mask, 1 / np.sqrt(X.shape[-1] // num_heads)).reshape(*X.shape) @ W_O
+
+
+def mha_split_reshape_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Split with a reshape alone, merged back right: the fault of the split only."""
+    Q, K, V = (split_reshape_only(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    return _back(_attend(Q, K, V, mask, 1 / np.sqrt(X.shape[-1] // num_heads))) @ W_O
+
+
 def mha_no_scaling_no_w_o(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     Q, K, V = (_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
     return _back(_attend(Q, K, V, mask, 1.0))
@@ -320,6 +332,8 @@ NAMED = [
     ("multi_head_attention", mha_scale_d_model, "scale_by_d_model"),
     ("multi_head_attention", mha_no_w_o, "no_output_projection"),
     ("multi_head_attention", mha_reshape_only, "reshape_without_transpose"),
+    ("multi_head_attention", mha_merge_reshape_only, "reshape_without_transpose"),
+    ("multi_head_attention", mha_split_reshape_only, "reshape_without_transpose"),
     ("multi_head_attention", mha_no_scaling_no_w_o, "no_scaling+no_output_projection"),
     ("multi_head_attention", mha_one_head, "single_head"),
     ("multi_head_attention", mha_no_mask_used, "mask_ignored"),
@@ -443,6 +457,72 @@ def test_a_multi_head_function_without_a_mask_is_told_to_take_one():
     def no_mask(X, W_Q, W_K, W_V, W_O, num_heads):
         return WORKED["multi_head_attention"](X, W_Q, W_K, W_V, W_O, num_heads)
     assert diagnose(no_mask, piece="multi_head_attention").mistake == "no_mask_argument"
+
+
+def _workbook(attention_source):
+    """A learner's workbook module: their split, merge and multi-head attention, calling their ``attention``."""
+    import types
+    module = types.ModuleType("workbook")
+    exec("import numpy as np\n" + attention_source + """
+def split_heads(x, num_heads):
+    return np.swapaxes(x.reshape(*x.shape[:-1], num_heads, x.shape[-1] // num_heads), -2, -3)
+
+def merge_heads(x):
+    return np.swapaxes(x, -2, -3).reshape(*x.shape[:-3], x.shape[-2], -1)
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    Q, K, V = (split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    out, weights = attention(Q, K, V, mask=mask)
+    return merge_heads(out) @ W_O, weights
+""", module.__dict__)
+    return module
+
+
+NO_MASK_YET = """
+def attention(Q, K, V, mask=None):           # notebook 01's attention: the mask is not used yet
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return w @ V, w
+"""
+
+
+def test_a_multi_head_function_calling_a_stub_attention_is_sent_to_the_notebook_that_builds_it():
+    stub = _workbook('def attention(Q, K, V, mask=None):\n    raise NotImplementedError("attention: not written yet")\n')
+    verdict = diagnose(stub.multi_head_attention, piece="multi_head_attention")
+    assert verdict.mistake == "not_attempted", verdict.text
+    assert "calls attention, which is not written yet" in verdict.text
+    assert "attention is built in notebook 01 (with masks in notebook 04)" in verdict.text, verdict.text
+    assert "comes before this one" not in verdict.text          # 05 has no Build it cell of attention
+
+
+def test_a_mask_ignored_by_the_attention_a_multi_head_function_calls_is_blamed_on_that_attention():
+    verdict = diagnose(_workbook(NO_MASK_YET).multi_head_attention, piece="multi_head_attention")
+    assert verdict.mistake == "mask_ignored", verdict.text
+    assert "The attention multi_head_attention calls, attention, ignores its mask" in verdict.text, verdict.text
+    assert "with masks in notebook 04" in verdict.text
+    assert MULTI_HEAD_FAULTS["mask_ignored"][1] not in verdict.text   # not "your function ignores the mask"
+    # an attention with no mask argument at all: the multi-head function is not told it takes none
+    takes_none = _workbook(NO_MASK_YET.replace("mask=None):", "):").replace("# notebook 01's", "#"))
+    exec("def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):\n"
+         "    Q, K, V = (split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))\n"
+         "    out, _ = attention(Q, K, V) if mask is None else attention(Q, K, V, mask)\n"
+         "    return merge_heads(out) @ W_O\n", takes_none.__dict__)
+    verdict = diagnose(takes_none.multi_head_attention, piece="multi_head_attention")
+    assert verdict.mistake == "no_mask_argument", verdict.text
+    assert "The attention multi_head_attention calls, attention, takes no mask" in verdict.text, verdict.text
+    assert "multi_head_attention takes no mask" not in verdict.text
+
+
+def test_a_multi_head_function_that_drops_the_mask_before_a_right_attention_is_told_it_ignores_it():
+    right = NO_MASK_YET.replace("    e = np.exp", "    s = s if mask is None else np.where(mask, s, -np.inf)\n    e = np.exp")
+    module = _workbook(right)
+    exec("def dropping(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):\n"
+         "    Q, K, V = (split_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))\n"
+         "    return merge_heads(attention(Q, K, V)[0]) @ W_O\n", module.__dict__)
+    assert diagnose(module.multi_head_attention, piece="multi_head_attention").correct
+    verdict = diagnose(module.dropping, piece="multi_head_attention")
+    assert verdict.mistake == "mask_ignored" and MULTI_HEAD_FAULTS["mask_ignored"][1] in verdict.text, verdict.text
 
 
 def test_the_multi_head_battery_gives_only_unambiguous_masks():

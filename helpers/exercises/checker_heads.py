@@ -14,20 +14,31 @@ learner's function gave):
                                 no_scaling, single_head, mask_ignored
 
 ``multi_head_attention`` may return the output or (output, weights); the
-output is checked. Its mask (True = may attend) is read from the signature
-like attention's, and its battery gives only masks whose meaning is
+output is checked. Its ``reshape_without_transpose`` is a reshape alone in
+the split, in the merge, or in both. When its mask is ignored (or it cannot
+pass one on), the attention it calls (``attention``, ``workbook.attention``)
+is run under a causal mask: if that attention ignores its mask or takes
+none, as notebook 01's does, the verdict says so and where attention gets
+its mask (helpers.course.BUILT_IN), not that the multi-head function is
+wrong. Its mask (True = may attend) is read from the signature like
+attention's, and its battery gives only masks whose meaning is
 unambiguous: none, a causal mask (n, n), and a padding mask with its head
 axis (B, 1, 1, n).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import types
+
 import numpy as np
 
-from helpers.attention import merge_heads, multi_head_attention, split_heads
+from helpers.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
+from helpers.course import BUILT_IN
 from helpers.exercises import checker_numeric
-from helpers.exercises.battery import MERGE_HEADS, MULTI_HEAD, SPLIT_HEADS
+from helpers.exercises.battery import ATTENTION, MERGE_HEADS, MULTI_HEAD, SPLIT_HEADS
 from helpers.exercises.checker_attention import MASK_NAMES
+from helpers.exercises.runner import call, fn_name, matches, parameter, read_numbers
 
 __all__ = ["SPLIT_FAULTS", "MERGE_FAULTS", "MULTI_HEAD_FAULTS", "SPLIT", "MERGE", "MULTI"]
 
@@ -117,9 +128,9 @@ MULTI_HEAD_FAULTS = {
         "output", "You return the concatenated heads without the output projection. Multiply them by W_O: "
         "merge_heads(heads) @ W_O mixes what the heads found."),
     "reshape_without_transpose": (
-        "layout", "You split Q, K and V into heads with a reshape alone, to (..., num_heads, n, d_k), so a head's "
-        "block takes features of several tokens. Reshape to (..., n, num_heads, d_k), then swap axes -2 and -3 "
-        "(and swap back before merging)."),
+        "layout", "You split the heads, or merge them back, with a reshape alone (to (..., num_heads, n, d_k), or "
+        "from it straight to (..., n, d_model)), so a head's block takes features of several tokens. Split: "
+        "reshape to (..., n, num_heads, d_k), then swap axes -2 and -3. Merge: swap them back, then reshape."),
     "single_head": (
         "layout", "You run one head over all d_model features: num_heads is not used. Split Q, K and V into "
         "num_heads heads of d_k = d_model / num_heads features each, attend in each head, then merge."),
@@ -138,21 +149,26 @@ def _softmax(S):
 
 
 def _multi_head(args, faults):
-    """Multi-head attention in plain numpy, with the named faults; a list when the merge can be written two ways."""
+    """Multi-head attention in plain numpy, with the named faults; a list when a fault can be written several
+    ways (a reshape alone in the split, in the merge, or in both)."""
     X, h, mask = args["X"], args["num_heads"], args.get("mask")
     if "single_head" in faults:
         h = 1
-    d_model = X.shape[-1]
-    layout = "reshape_without_transpose" if "reshape_without_transpose" in faults else None
-    Q, K, V = (_split(X @ args[W], h, layout) for W in ("W_Q", "W_K", "W_V"))
-    d_k = d_model // h
-    scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(d_model if "scale_by_d_model" in faults else d_k)
-    S = Q @ np.swapaxes(K, -1, -2) * scale
-    if mask is not None and "mask_ignored" not in faults:
-        S = np.where(mask, S, -np.inf)
-    heads = _softmax(S) @ V
-    merges = [_merge(heads, layout)] + ([_merge(heads)] if layout else [])   # merged back right, or not
-    return [m if "no_output_projection" in faults else m @ args["W_O"] for m in merges]
+    d_k = X.shape[-1] // h
+    scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(X.shape[-1] if "scale_by_d_model" in faults else d_k)
+
+    def heads(split):
+        Q, K, V = (_split(X @ args[W], h, split) for W in ("W_Q", "W_K", "W_V"))
+        S = Q @ np.swapaxes(K, -1, -2) * scale
+        if mask is not None and "mask_ignored" not in faults:
+            S = np.where(mask, S, -np.inf)
+        return _softmax(S) @ V
+
+    wrong = "reshape_without_transpose"
+    ways = [(wrong, wrong), (wrong, None), (None, wrong)] if wrong in faults else [(None, None)]   # (split, merge)
+    found = {split: heads(split) for split in {split for split, _ in ways}}
+    merged = [_merge(found[split], merge) for split, merge in ways]
+    return [m if "no_output_projection" in faults else m @ args["W_O"] for m in merged]
 
 
 SPLIT = checker_numeric.Piece(
@@ -170,7 +186,82 @@ MERGE = checker_numeric.Piece(
     faults=MERGE_FAULTS, shape="(..., n, num_heads * d_k)", returns="the merged features",
     hint="Check that merge_heads(split_heads(x, h)) gives x back for x = np.arange(12.0).reshape(3, 4).")
 
-MULTI = checker_numeric.Piece(
+# --------------------------------------------------------------------------
+# The attention a multi-head function calls: is the mask fault its own, or that attention's?
+# --------------------------------------------------------------------------
+
+def _attentions_called(fn):
+    """The functions ``fn`` names in its code whose name says they are attention, other than fn itself: a
+    global (``attention``) or a module's attribute (``workbook.attention``). Empty when its code is unreadable."""
+    code, names_space = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if not isinstance(code, types.CodeType) or not isinstance(names_space, dict):
+        return []
+    names, codes = set(), [code]
+    while codes:                                    # nested functions and comprehensions too
+        c = codes.pop()
+        names |= set(c.co_names)
+        codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    found = []
+    for name in sorted(names):
+        obj = names_space.get(name)
+        objs = [obj]
+        if isinstance(obj, types.ModuleType):
+            objs = [vars(obj).get(attr) for attr in sorted(names)]
+        found += [f for f in objs if isinstance(f, types.FunctionType) and f is not fn and f not in found
+                  and "attention" in f.__name__.lower()]
+    return found
+
+
+def _mask_fault_of(attention, time_limit):
+    """'ignores' when ``attention`` (Q, K, V, mask) is attention that gives the unmasked output under a causal
+    mask, 'takes no mask' when it has no mask argument (and is right without one); None otherwise."""
+    case = next(c for c in ATTENTION if c.name == "causal mask")
+    args = [("Q", case.Q), ("K", case.K), ("V", case.V)]
+    place = parameter(attention, MASK_NAMES, 3, default_none=True)
+    plain = scaled_dot_product_attention(case.Q, case.K, case.V)[0]
+    if place is None:
+        run = call(attention, case, args, {}, time_limit, read=lambda v: read_numbers(v, pair=True))
+        return "takes no mask" if run.finished and matches(run.out, plain) else None
+    how, where = place
+    run = call(attention, case, args + ([("mask", case.mask)] if how == "position" else []),
+               {where: case.mask} if how == "keyword" else {}, time_limit, read=lambda v: read_numbers(v, pair=True))
+    masked = scaled_dot_product_attention(case.Q, case.K, case.V, mask=case.mask)[0]
+    return "ignores" if run.finished and matches(run.out, plain) and not matches(run.out, masked) else None
+
+
+def _blame_the_attention(fn, verdict, time_limit):
+    """The verdict, told that the attention ``fn`` calls ignores its mask (or takes none) when that is so:
+    then the mask fault may not be fn's own (notebook 01's attention has no mask yet; 04 adds it). A
+    TypeError raised by passing a mask to an attention that takes none is ``no_mask_argument``."""
+    keys = (verdict.mistake or "").split("+")
+    no_place = keys == ["no_mask_argument"] or keys == ["raised"] and "It raised TypeError" in verdict.text
+    if "mask_ignored" not in keys and not (no_place and parameter(fn, MASK_NAMES, 6, default_none=True) is not None):
+        return verdict
+    for attention in _attentions_called(fn):
+        fault = _mask_fault_of(attention, time_limit)
+        if fault is None or fault == "ignores" and "mask_ignored" not in keys:
+            continue
+        name, callee = fn_name(fn), fn_name(attention)
+        told = (f"The attention {name} calls, {callee}, "
+                + ("ignores its mask: under a causal mask it gives the unmasked output." if fault == "ignores"
+                   else "takes no mask.")
+                + f" Attention is built in {BUILT_IN['attention']}: finish its mask part, save workbook.py, and "
+                f"run this cell again. Then check that {name} passes the mask to each head's attention.")
+        if "mask_ignored" in keys:
+            return dataclasses.replace(verdict, text=verdict.text.replace(MULTI_HEAD_FAULTS["mask_ignored"][1], told))
+        # "<name> takes no mask" or "raised": it takes one, and the attention it calls does not
+        return dataclasses.replace(verdict, mistake="no_mask_argument", text=told + "\n" + verdict.text.partition("\n")[2])
+    return verdict
+
+
+class _MultiHead(checker_numeric.Piece):
+    """multi_head_attention's piece: its verdict also asks whether a mask fault belongs to the attention it calls."""
+
+    def check(self, fn, time_limit):
+        return _blame_the_attention(fn, checker_numeric.check(self, fn, time_limit), time_limit)
+
+
+MULTI = _MultiHead(
     name="multi_head_attention", cases=MULTI_HEAD, arguments=("X", "W_Q", "W_K", "W_V", "W_O", "num_heads"),
     expected=lambda a: multi_head_attention(a["X"], a["W_Q"], a["W_K"], a["W_V"], a["W_O"], a["num_heads"],
                                             mask=a.get("mask"))[0],

@@ -199,28 +199,60 @@ class SplitHeadsExercise(_NumericExercise):
 class WeightsCountExercise(_NumericExercise):
     """How many attention weights one multi-head layer holds for a sentence of n tokens.
 
-    n: tokens; num_heads: heads. Each head has its own (n, n) matrix of
-    weights, whatever d_k is, so the answer is num_heads * n * n (Vaswani et
-    al. 2017, section 3.2.2: h attention functions in parallel).
+    n: tokens; num_heads: heads; d_model: the layer's width (optional; it
+    must divide by num_heads, d_k = d_model / num_heads). Each head has its
+    own (n, n) matrix of weights, whatever d_k is, so the answer is
+    num_heads * n * n (Vaswani et al. 2017, section 3.2.2: h attention
+    functions in parallel). The checker names one head's n * n, n * n split
+    among the heads, one weight per head per token, the causal half
+    (n (n + 1) / 2 or n * n / 2 per head) and, when d_model is given, the
+    multiply-adds of the scores (num_heads * n * n * d_k) and the size of the
+    output (n * d_model), each computed from these inputs.
+    Raises ValueError, naming the argument, for a count that is not a whole
+    number of at least 1, or a d_model that num_heads does not divide.
     """
 
-    def __init__(self, n, num_heads):
+    def __init__(self, n, num_heads, d_model=None):
         n, num_heads = _whole(n, "n"), _whole(num_heads, "num_heads")
+        if d_model is not None:
+            d_model = _whole(d_model, "d_model")
+            if d_model % num_heads:
+                raise ValueError(f"d_model must divide by num_heads = {num_heads}; got d_model = {d_model}")
         self.expected = np.asarray(float(num_heads * n * n))
         self.atol = 0.5
         self.shape_note = "a count is one number"
         self.title = f"the number of attention weights of {num_heads} heads over {n} tokens"
-        self._set_variants([
+        causal = ("Even a causal layer holds each head's full n × n matrix: the hidden weights are the zeros above "
+                  "its diagonal.")
+        variants = [
             ("one_head",
              f"That is n × n = {n * n}, the weights of one head. Every head has its own n × n matrix.",
-             np.asarray(float(n * n))),
+             float(n * n)),
             ("split_like_features",
              "The features are split among the heads, but the weights are not: each head scores every query "
-             f"against every key, so each has all n × n = {n * n} of them.", np.asarray(n * n / num_heads)),
+             f"against every key, so each has all n × n = {n * n} of them.", n * n / num_heads),
             ("one_per_token",
              "That is one weight per head per token. A head has one weight for every (query, key) pair.",
-             np.asarray(float(num_heads * n))),
-        ])
+             float(num_heads * n)),
+            ("causal_half", f"That counts only the pairs a causal mask keeps, n(n + 1)/2 = {n * (n + 1) // 2:,} per "
+             f"head. {causal}", num_heads * n * (n + 1) / 2),
+            ("causal_half", f"That counts only the pairs a causal mask keeps, about half: n²/2 = {n * n / 2:,.12g} per "
+             f"head. {causal}", num_heads * n * n / 2),
+        ]
+        if d_model is not None:
+            d_k = d_model // num_heads
+            same = (f" (here also 4 × d_model² = {4 * d_model ** 2:,}, the layer's parameters, which are not its "
+                    "weights either)") if n * d_model == 4 * d_model ** 2 else ""
+            variants += [
+                ("multiply_adds",
+                 f"That is num_heads × n × n × d_k = {num_heads * n * n * d_k:,}, the multiply-adds of the scores: "
+                 f"a score is a dot product of d_k = {d_k} numbers, but it gives one weight.",
+                 float(num_heads * n * n * d_k)),
+                ("output_size",
+                 f"That is n × d_model = {n * d_model:,}, the numbers in the layer's output{same}. The weights are "
+                 "one per (query, key) pair, in every head.", float(n * d_model)),
+            ]
+        self._set_variants([(k, m, np.asarray(v)) for k, m, v in variants])
         self.hint_text = "How many (query, key) pairs does one head score? And how many heads score them, each its own way?"
         self.solution_text = _code([("answer = " + f"{num_heads} * {n} * {n}",
                                      f"num_heads × n × n = {num_heads * n * n:,}")])

@@ -10,7 +10,8 @@ piece gives the same way; ``side_by_side`` shows the learner's output
 beside the expected one, with as many digits as it takes to see them differ.
 
 Used by the checker modules (checker_*.py) and diagnose.py; it imports
-only feedback.py and solutions.py of this package.
+only feedback.py and solutions.py of this package (and the course map,
+helpers.course, for where each piece is built).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from helpers.course import BUILT_IN
 from helpers.exercises.feedback import Feedback, _read
 
 __all__ = ["Diagnosis", "TIME_LIMIT", "RTOL", "ATOL"]
@@ -253,15 +255,17 @@ def not_attempted(fn, runs, piece):
     """The verdict for a stub of the workbook: every call raised NotImplementedError. None otherwise.
 
     When the NotImplementedError comes from another piece's stub that the function calls (attention calling
-    an unwritten softmax), the verdict says so and names that piece; the key stays ``not_attempted``."""
+    an unwritten softmax), the verdict says so, names that piece and the notebook that builds it
+    (helpers.course.BUILT_IN); the key stays ``not_attempted``."""
     if runs and all(isinstance(run.error, NotImplementedError) for run in runs):
         name = fn_name(fn, piece)
         callee = _unwritten_callee(runs, piece)
         if callee is not None:
+            where = BUILT_IN.get(callee, "an earlier Build it section")
             return Diagnosis(False, "not_attempted",
-                             f"Not attempted yet: {name} calls {callee}, which is not written yet. Build {callee} "
-                             "first (its Build it cell comes before this one), save workbook.py, and run this cell "
-                             "again.", None, piece)
+                             f"Not attempted yet: {name} calls {callee}, which is not written yet. {callee} is built "
+                             f"in {where}: build it there first, save workbook.py, and run this cell again.",
+                             None, piece)
         return Diagnosis(False, "not_attempted",
                          f"Not attempted yet: {name} still raises NotImplementedError. Write its body in "
                          "workbook.py (replace the raise line), save the file, and run this cell again.",
