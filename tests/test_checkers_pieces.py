@@ -270,6 +270,18 @@ def pe_concatenated_i_over_d(n, d_model):
     return np.concatenate([np.sin(a), np.cos(a)], axis=1)
 
 
+def pe_transposed(n, d_model):
+    """Positions on the columns: the angle grid built as (d_model / 2, n), shape (d_model, n)."""
+    i = np.arange(d_model // 2)[:, None]
+    a, pe = np.arange(n)[None, :] / 10000 ** (2 * i / d_model), np.zeros((d_model, n))
+    pe[0::2], pe[1::2] = np.sin(a), np.cos(a)
+    return pe
+
+
+def pe_transposed_degrees(n, d_model):
+    return pe_degrees(n, d_model).T
+
+
 # --------------------------------------------------------------------------
 # softmax_backward
 # --------------------------------------------------------------------------
@@ -342,6 +354,8 @@ NAMED = [
     ("positional_encoding", pe_column_index, "column_as_i"), ("positional_encoding", pe_column_over_d, "two_i_plus_one"),
     ("positional_encoding", pe_multiplied, "multiplied"), ("positional_encoding", pe_from_one, "positions_from_one"),
     ("positional_encoding", pe_concatenated_i_over_d, "concatenated+exponent_i_over_d"),
+    ("positional_encoding", pe_transposed, "transposed"),
+    ("positional_encoding", pe_transposed_degrees, "degrees+transposed"),
     ("softmax_backward", backward_w_times_g, "missing_sum_term"),
     ("softmax_backward", backward_only_outer, "diag_term_missing"), ("softmax_backward", backward_axis0, "wrong_axis"),
     ("softmax_backward", backward_diagonal, "diagonal_only"), ("softmax_backward", backward_plain_mean, "unweighted_mean"),

@@ -301,6 +301,20 @@ def test_sinusoidal_entry_exercise_knows_the_formula(pos, column, d_model):
 def test_sinusoidal_entry_by_hand():
     # PE[10, 3] at d_model 16: i = 1, angle = 10 / 10000^(1/8) = 10 / sqrt(10) = sqrt(10); cos(sqrt(10)) = -0.99979.
     assert math.isclose(float(SinusoidalEntryExercise(10, 3, 16).expected), math.cos(math.sqrt(10)))
+    # Notebook 06's PE[8, 3]: angle = 8 / sqrt(10) = 2.5298; cos = -0.81863.
+    assert math.isclose(float(SinusoidalEntryExercise(8, 3, 16).expected), math.cos(8 / math.sqrt(10)))
+
+
+def test_notebook_06s_entry_tells_three_decimals_from_one():
+    # PE[10, 3] = -0.99979 is -1.0 at one decimal and -1.000 at three, the same number, so a one-place answer
+    # passed; notebook 06 asks for PE[8, 3] = -0.81863 to three decimals: -0.819 is right, -0.8 rounded too far.
+    import nbformat
+    from helpers.course import NOTEBOOKS_DIR
+    ex = SinusoidalEntryExercise(8, 3, 16)
+    assert ex.feedback(-0.819).correct and ex.feedback(-0.8186).correct
+    assert ex.feedback(-0.8).mistake == "rounded" and ex.feedback(-0.82).mistake == "rounded"
+    source = "\n".join(c.source for c in nbformat.read(NOTEBOOKS_DIR / "06_order_and_position.ipynb", 4).cells)
+    assert "SinusoidalEntryExercise(pos=8, column=3, d_model=16)" in source and "to three decimals" in source
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -397,7 +411,7 @@ def test_the_sinusoidal_entry_exercise_uses_the_checkers_keys():
     # is a key of the positional_encoding checker; angle_only (the angle, not its sine) has no whole-array twin
     from helpers.exercises import SinusoidalEntryExercise
     from helpers.exercises.checker_positions import FAULTS
-    keys = set(SinusoidalEntryExercise(pos=10, column=3, d_model=16).mistakes)
+    keys = set(SinusoidalEntryExercise(pos=8, column=3, d_model=16).mistakes)
     assert "exponent_i_over_d" in keys and "dropped_2" not in keys
     assert keys - {"angle_only"} <= set(FAULTS)
 

@@ -8,7 +8,9 @@ layout of the columns (``concatenated``: all sines, then all cosines;
 ``sin_cos_swapped``), the exponent (``exponent_i_over_d``: 10000^(i/d)
 instead of 10000^(2i/d); ``column_as_i`` and ``two_i_plus_one``: the column
 number in place of i or 2i; ``multiplied``: pos times 10000^(2i/d)), the
-unit (``degrees``) and the positions (``positions_from_one``). The keys
+unit (``degrees``), the positions (``positions_from_one``) and the axes
+(``transposed``: shape (d_model, n), positions on the columns; the key of
+the exercises' matrices with rows and columns swapped). The keys
 exponent_i_over_d, column_as_i, two_i_plus_one, multiplied, sin_cos_swapped
 and degrees are those of notebook 06's SinusoidalEntryExercise for the same
 mistakes.
@@ -49,6 +51,9 @@ FAULTS = {
     "positions_from_one": (
         "positions", "Your positions start at 1. The first token is at position 0, so row 0 is sin(0) = 0 and "
         "cos(0) = 1: pos = np.arange(n)."),
+    "transposed": (
+        "axes", "Your encoding is transposed: positions on the columns, features on the rows, shape (d_model, n). "
+        "Row pos must be the vector of position pos, shape (n, d_model): pos runs down, the columns across."),
 }
 """Every mistake the positional_encoding checker names: key -> (part, what it tells the learner)."""
 
@@ -68,7 +73,7 @@ def _model(args, faults):
     pe = np.where(sines, np.sin(angles), np.cos(angles))
     if "concatenated" in faults:                                       # the sines of every pair, then the cosines
         pe = np.concatenate([pe[:, 0::2], pe[:, 1::2]], axis=1)
-    return pe
+    return pe.T if "transposed" in faults else pe
 
 
 PIECE = checker_numeric.Piece(
