@@ -18,8 +18,8 @@ class RopePairExercise(_NumericExercise):
     pair: the two features (x[2i], x[2i+1]) of a query or key; position: m >= 0; i: the pair's index;
     d: the width (even, > 2i). The answer is the turned pair: angle m * 10000^(-2i/d),
     (x0 cos - x1 sin, x0 sin + x1 cos). Named mistakes: ``rotation_sign`` (turned the other way),
-    ``frequency_exponent`` (10000^(-i/d)), ``degrees`` (the angle read in degrees), ``positions_from_one``
-    (m + 1). The keys are the rope checker's for the same mistakes.
+    ``frequency_exponent`` (10000^(-i/d)), ``degrees`` (the angle read in degrees). rotation_sign and
+    frequency_exponent are the rope checker's keys for the same mistakes, degrees notebook 06's.
     """
 
     def __init__(self, pair, position, i, d):
@@ -46,10 +46,9 @@ class RopePairExercise(_NumericExercise):
              turned(-self.angle)),
             ("frequency_exponent", f"Your angle uses 10000^(-i/d); the rate is 10000^(-2i/d) = {theta:g} "
              "(i counts pairs).", turned(m * 10000.0 ** (-i / d))),
-            ("degrees", "You read the angle as degrees. np.cos and np.sin take radians, and so does the formula.",
+            ("degrees", "Your calculator or code was in degree mode. np.cos and np.sin take radians, and so does the "
+             "formula.",
              turned(np.deg2rad(self.angle))),
-            ("positions_from_one", "You used position m + 1. The angle is m theta_i with the position as given.",
-             turned((m + 1) * theta)),
         ])
         self.hint_text = (f"First the rate theta_i = 10000^(-2i/d), then the angle m theta_i in radians. "
                           "Then turn the pair counterclockwise by that angle.")
@@ -122,7 +121,7 @@ class WindowReachExercise(_NumericExercise):
         W, L = _whole_number(window, "window"), _whole_number(layers, "layers")
         reach = L * (W - 1) + 1
         self.expected = np.asarray(float(reach))
-        self.atol = 0.5
+        self.atol = 0.4                                  # whole numbers: one apart is told apart
         self.shape_note = "one whole number of positions, the token's own included"
         self.title = f"the reach of {L} layers of window {W}"
         variants = [
