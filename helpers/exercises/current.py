@@ -111,8 +111,9 @@ class WindowReachExercise(_NumericExercise):
     """How many positions a token can draw on after ``layers`` causal sliding-window layers: layers * (window - 1) + 1.
 
     Each layer lets a token read itself and the window - 1 tokens before it (sliding_window_mask), so
-    each layer reaches window - 1 further back. Named mistakes: ``window_times_layers`` (layers * window,
-    the approximate "k x W" of Jiang et al. 2023, section 2, counting the token itself every layer),
+    each layer reaches window - 1 further back. Named mistakes: ``window_times_layers`` (layers * window:
+    the token itself counted every layer; Jiang et al. 2023, section 2, write k x W for a window reaching back
+    W positions, one more than this one),
     ``one_layer_only`` (window), ``self_not_counted`` (layers * (window - 1)), ``windows_multiplied``
     (window ** layers). Capped by nothing: the sentence is taken to be long enough.
     """

@@ -86,7 +86,8 @@ def window_explorer(window=3, layers=2):
     for value, name, top in ((window, "window", WINDOW_MAX), (layers, "layers", LAYERS_MAX)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= top:
             raise ValueError(f"{name} must be a whole number from 1 to {top} (the slider's range); got {value!r}")
-    sliders = {"window": widgets.IntSlider(value=int(window), min=1, max=WINDOW_MAX, description="window"),
-               "layers": widgets.IntSlider(value=int(layers), min=1, max=LAYERS_MAX, description="layers")}
+    sliders = {name: widgets.IntSlider(value=int(value), min=1, max=top, description=name,
+                                       layout=widgets.Layout(width="360px"))   # tracks of 150+ CSS px projected
+               for name, value, top in (("window", window, WINDOW_MAX), ("layers", layers, LAYERS_MAX))}
     return Explorer(lambda window, layers: window_state(window, layers), _draw_window, sliders,
                     [[sliders["window"], sliders["layers"]]], height=f"{(WINDOW_N + 1) * 20 + 70}px")
