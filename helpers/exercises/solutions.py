@@ -290,7 +290,7 @@ def solution(piece):
 
     piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask",
     "split_heads", "merge_heads", "multi_head_attention", "positional_encoding", "softmax_backward", "online_softmax_update", "tiled_attention",
-    "kv_cache_step").
+    "kv_cache_step", "rope", whose workbook function is apply_rope: :data:`FUNCTION_NAMES`).
     Raises ValueError for any other piece.
     """
     if not isinstance(piece, str) or piece not in WORKED:
