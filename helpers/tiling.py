@@ -11,13 +11,16 @@ The input checks are in helpers/inputs.py.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from helpers.attention import scaled_dot_product_attention
 from helpers.inputs import (checked_mask, checked_qkv, checked_scale, positive_whole, real_array,
                             refuse_inexact_integers, refuse_overflow)
 
-__all__ = ["online_softmax_update", "tiled_attention", "TILE_NUMBERS", "KVCache"]
+__all__ = ["online_softmax_update", "tiled_attention", "TILE_NUMBERS", "KVCache", "window_blocks",
+           "sliding_window_attention"]
 
 
 def online_softmax_update(running_max, running_sum, acc, scores, V_block):
@@ -171,6 +174,68 @@ def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
                 s = np.where(mask[..., q0:q0 + rows, k0:k0 + b], s, -np.inf)
             m, l, acc = online_softmax_update(m, l, acc, s, V[..., k0:k0 + b, :])
         output[..., q0:q0 + rows, :] = acc / np.where(l == 0.0, 1.0, l)[..., None]   # l = 0: nothing to attend to
+    return output
+
+
+def window_blocks(n, block_size, window):
+    """The (query block, key block) pairs that causal sliding-window attention must compute, as start indices.
+
+    The n tokens are cut into blocks of ``block_size`` queries and keys. A
+    query i sees the keys j with 0 <= i - j < window (``sliding_window_mask``,
+    Mistral 7B, Jiang et al. 2023, section 2), so a key block wholly before
+    the window of the block's first query, or wholly after its last query,
+    holds no allowed pair and is skipped. Returns a list of (q0, k0), in the
+    order :func:`sliding_window_attention` computes them: about
+    (n / block_size) * (window / block_size + 2) pairs instead of
+    (n / block_size)^2.
+
+    Raises ValueError unless n, block_size and window are positive whole numbers.
+    """
+    n = positive_whole(n, "n", "a positive whole number of tokens")
+    b = positive_whole(block_size, "block_size", "a positive whole number (keys per block)")
+    window = positive_whole(window, "window", "a positive whole number of keys (itself included)")
+    pairs = []
+    for q0 in range(0, n, b):
+        first_key = max(0, q0 - window + 1)                   # the earliest key the block's first query sees
+        last_query = min(q0 + b, n) - 1                       # no query of the block sees a later key
+        pairs += [(q0, k0) for k0 in range(first_key // b * b, last_query + 1, b)]
+    return pairs
+
+
+def sliding_window_attention(Q, K, V, block_size, window, scale=None):
+    """Causal sliding-window self-attention, tiled, skipping the key blocks wholly outside the window.
+
+    The same output as ``scaled_dot_product_attention(Q, K, V,
+    mask=sliding_window_mask(n, window))`` to float precision, computed
+    with :func:`online_softmax_update` over square blocks of ``block_size``
+    queries and keys, reading only the blocks :func:`window_blocks` lists.
+    A mask alone saves nothing (the n x n scores are still built); skipping
+    the blocks is what makes the work and memory grow as n x window.
+
+    Q, K : arrays (..., n, d_k); V : array (..., n, d_v); the same n (self-attention).
+    block_size, window : positive whole numbers; scale : None (1/sqrt(d_k)) or a positive number.
+
+    Returns the output (..., n, d_v). Raises ValueError as tiled_attention
+    does, and naming K when n_k is not n_q.
+    """
+    b = positive_whole(block_size, "block_size", "a positive whole number (keys per block)")
+    Q, K, V, batch = checked_qkv(Q, K, V)
+    n, d_v = Q.shape[-2], V.shape[-1]
+    if K.shape[-2] != n:
+        raise ValueError(f"K must have as many tokens as Q (self-attention): Q has {n}, K {K.shape[-2]}")
+    scale = checked_scale(scale, Q.shape[-1])
+    Q, K, V = (np.broadcast_to(x, batch + x.shape[-2:]) for x in (Q, K, V))
+    output = np.empty(batch + (n, d_v))
+    for q0, pairs in itertools.groupby(window_blocks(n, b, window), key=lambda pair: pair[0]):
+        Q_block = Q[..., q0:q0 + b, :] * scale
+        shape = Q_block.shape[:-1]
+        m, l, acc = np.full(shape, -np.inf), np.zeros(shape), np.zeros(shape + (d_v,))
+        for _, k0 in pairs:                                   # only the key blocks the window reaches
+            s = Q_block @ np.swapaxes(K[..., k0:k0 + b, :], -1, -2)
+            back = np.arange(q0, q0 + s.shape[-2])[:, None] - np.arange(k0, k0 + s.shape[-1])[None, :]  # i - j
+            s = np.where((back >= 0) & (back < window), s, -np.inf)
+            m, l, acc = online_softmax_update(m, l, acc, s, V[..., k0:k0 + b, :])
+        output[..., q0:q0 + b, :] = acc / l[..., None]        # every query sees itself: l > 0
     return output
 
 

@@ -159,6 +159,21 @@ def kv_cache_step(cache_keys, cache_values, q, k, v):
     raise NotImplementedError("kv_cache_step: not written yet")
 
 
+def apply_rope(x, positions=None):
+    """Rotary position embedding (Su et al. 2021, RoFormer, section 3.4.2).
+
+    x: (..., n, d) queries or keys, d even; positions: (n,) numbers, None
+    meaning 0, 1, ..., n - 1. Turn each pair of neighbouring features
+    (2i, 2i + 1) of the token at position m by the angle m * theta_i,
+    theta_i = 10000^(-2i/d):
+        out[2i]     = x[2i] cos(m theta_i) - x[2i+1] sin(m theta_i)
+        out[2i + 1] = x[2i] sin(m theta_i) + x[2i+1] cos(m theta_i)
+    Returns a new array, the shape of x.
+    Check it: diagnose(workbook.apply_rope, piece="rope").
+    """
+    raise NotImplementedError("rope: not written yet")
+
+
 def encoder_block(x, params, num_heads, mask=None):
     """One encoder layer of all-MiniLM-L6-v2 (BERT), from your own pieces.
 

@@ -19,7 +19,7 @@ from helpers.exercises.battery import CAUSAL_MASK, PADDING_MASK, SOFTMAX
 from helpers.exercises.checker_masks import CAUSAL_FAULTS, PADDING_FAULTS, VALUE_FAULTS
 from helpers.exercises.checker_softmax import FAULTS as SOFTMAX_FAULTS
 from helpers.exercises.runner import LOW_ATOL, LOW_RTOL
-from helpers.exercises.solutions import STUBS, WORKED, workbook_source
+from helpers.exercises.solutions import STUBS, WORKED, function_name, workbook_source
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKBOOK = ROOT / "notebooks" / "workbook.py"
@@ -308,10 +308,10 @@ def test_every_checker_says_correct_on_its_worked_solution(piece):
 @pytest.mark.parametrize("piece", sorted(PIECES))
 def test_the_solution_shows_the_worked_source(piece):
     shown = str(diagnose(WORKED[piece], piece=piece).solution())
-    assert f"def {piece}(" in shown and "return" in shown
+    assert f"def {function_name(piece)}(" in shown and "return" in shown
     assert str(solution(piece)) == shown
     with pytest.raises(ValueError, match="piece"):
-        solution("rope")
+        solution("apply_rope")                           # a piece is named by its piece, not its function
 
 
 FINALE = {"encoder_block"}   # judged by helpers.exercises.finale.check_your_block, which runs the real model
@@ -329,7 +329,7 @@ def test_the_stored_workbook_is_the_pristine_stubs():
         "without --force)")
     tree = ast.parse(WORKBOOK.read_text(encoding="utf-8"))
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    assert [f.name for f in functions] == list(STUBS)
+    assert [f.name for f in functions] == [function_name(piece) for piece in STUBS]
     for f in functions:
         body = f.body[1:]                              # the docstring aside
         assert len(body) == 1 and isinstance(body[0], ast.Raise), f.name
@@ -340,7 +340,7 @@ def test_the_stored_workbook_is_the_pristine_stubs():
 def test_a_stub_is_not_attempted_yet(piece):
     namespace = {}
     exec(compile(workbook_source(), "workbook.py", "exec"), namespace)
-    verdict = diagnose(namespace[piece], piece=piece)
+    verdict = diagnose(namespace[function_name(piece)], piece=piece)
     assert verdict.mistake == "not_attempted" and verdict.text.startswith("Not attempted yet"), verdict.text
 
 

@@ -23,7 +23,7 @@ import export_html  # noqa: E402
 from export_html import is_explorer_output  # noqa: E402
 
 
-EXPLORERS = [W.setup_check, W.dk_explorer, W.mask_explorer, W.heads_explorer]
+EXPLORERS = [W.setup_check, W.dk_explorer, W.mask_explorer, W.heads_explorer, W.window_explorer]
 
 
 @pytest.mark.parametrize("make", EXPLORERS, ids=lambda f: f.__name__)

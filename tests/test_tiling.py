@@ -287,3 +287,31 @@ def test_online_update_reads_lists_and_refuses_running_values_of_the_wrong_shape
         online_softmax_update(np.full(2, -np.inf), np.zeros(2), np.zeros((2, 2)), np.ones((2, 4)), np.ones((4, 3)))
     with pytest.raises(ValueError, match=r"must be arrays of numbers"):
         online_softmax_update([[1.0], [1.0, 2.0]], np.zeros(2), np.zeros((2, 3)), np.ones((2, 4)), np.ones((4, 3)))
+
+
+# ---------------------------------------------------------------- sliding windows, tiled (issue 26)
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 40), block=st.integers(1, 9), window=st.integers(1, 45), seed=st.integers(0, 10_000))
+def test_sliding_window_attention_equals_the_masked_attention_and_skips_only_empty_blocks(n, block, window, seed):
+    from helpers.attention import sliding_window_mask
+    from helpers.tiling import sliding_window_attention, window_blocks
+    rng = np.random.default_rng(seed)
+    Q, K, V = rng.standard_normal((n, 4)), rng.standard_normal((n, 4)), rng.standard_normal((2, n, 3))
+    mask = sliding_window_mask(n, window)
+    want, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    np.testing.assert_allclose(sliding_window_attention(Q, K, V, block, window), want, atol=1e-12)
+    visited = set(window_blocks(n, block, window))
+    for q0 in range(0, n, block):                          # a block is visited exactly when it holds an allowed pair
+        for k0 in range(0, n, block):
+            assert ((q0, k0) in visited) == bool(mask[q0:q0 + block, k0:k0 + block].any())
+
+
+def test_window_blocks_grow_with_n_times_the_window():
+    from helpers.tiling import window_blocks
+    # By hand: 4096 tokens in blocks of 256 are 16 query blocks; a window of 512 reaches back over at most
+    # 511 keys, so a block needs itself and the 2 key blocks before it (the first two blocks fewer): 3*16 - 3 = 45.
+    assert len(window_blocks(4096, 256, 512)) == 45
+    assert len(window_blocks(4096, 256, 4096)) == 16 * 17 // 2          # the window covers everything: causal
+    with pytest.raises(ValueError, match="window"):
+        window_blocks(8, 2, 0)

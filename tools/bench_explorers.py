@@ -2,7 +2,7 @@
 
 Usage: python tools/bench_explorers.py [--changes N]     (the Makefile's bench target)
 
-It starts an ipykernel, builds the explorers of notebooks 03, 04, 05, 08 and 11 in it, and then acts as
+It starts an ipykernel, builds the explorers of notebooks 03, 04, 05, 08, 10 and 11 in it, and then acts as
 the browser would: for each change it sends the kernel the widget message a
 moved control sends (a comm "update" of the control's value or index) and
 waits for the message that carries the explorer's new picture back (a comm
@@ -37,8 +37,10 @@ SETUP = r"""
 import json
 import ipywidgets
 from helpers.explorers import dk_explorer, mask_explorer, heads_explorer, real_model_explorer, tiling_explorer
+from helpers.explorers import window_explorer
 explorers = {"d_k": dk_explorer(), "mask": mask_explorer(), "heads": heads_explorer(), "tiling": tiling_explorer(),
              "real model": real_model_explorer()}
+explorers["window"] = window_explorer()
 explorers["new sentence"] = explorers["real model"]
 ids = {}
 for name, ex in explorers.items():

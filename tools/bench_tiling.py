@@ -7,7 +7,9 @@ Memory: the peak that tracemalloc sees during one call (numpy's allocations,
 the output included, the inputs not), in MiB and in units of one n x n
 float64 array. Time: the median of 3 calls each, the two functions
 alternating, so that both see the same load on a shared machine; the ratio
-is what to read. Targets (issue 10): at n = 8192 the tiled peak is at most
+is what to read. Then notebook 10's sliding window (issue 26): the mask alone against the
+tiled version that skips the key blocks outside the window (no target).
+Targets (issue 10): at n = 8192 the tiled peak is at most
 1/16 of one n x n float64 array; at n = 4096 the tiled time is at most
 2 x scaled_dot_product_attention's.
 
@@ -25,8 +27,8 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from helpers.attention import scaled_dot_product_attention
-from helpers.tiling import tiled_attention
+from helpers.attention import scaled_dot_product_attention, sliding_window_mask
+from helpers.tiling import sliding_window_attention, tiled_attention, window_blocks
 
 D, BLOCK, REPEATS = 64, 256, 3
 MiB = 2 ** 20
@@ -86,7 +88,36 @@ def timing(threads):
     return b / a <= 2
 
 
+def window(threads, n=4096, window_size=512):
+    """Notebook 10: causal sliding-window attention, the mask alone against the tiled version that skips blocks."""
+    Q, K, V = inputs(n)
+
+    def masked(Q, K, V):
+        return scaled_dot_product_attention(Q, K, V, mask=sliding_window_mask(n, window_size))[0]
+
+    def skipping(Q, K, V):
+        return sliding_window_attention(Q, K, V, BLOCK, window_size)
+
+    times = {masked: [], skipping: []}
+    for _ in range(REPEATS):
+        for fn in times:
+            t0 = time.perf_counter()
+            fn(Q, K, V)
+            times[fn].append(time.perf_counter() - t0)
+    a, b = (statistics.median(times[fn]) for fn in (masked, skipping))
+    if threads == "default":
+        p, t = peak(masked, Q, K, V), peak(skipping, Q, K, V)
+        pairs = len(window_blocks(n, BLOCK, window_size))
+        print(f"sliding window {window_size}, n = {n}, blocks of {BLOCK}: {pairs} of {(n // BLOCK) ** 2} blocks computed")
+        print(f"  peak: the mask alone {p / MiB:.1f} MiB, skipping blocks {t / MiB:.2f} MiB ({p / t:.0f}x less)")
+    print(f"  time, OpenBLAS threads {threads}: the mask alone {1000 * a:.0f} ms, skipping blocks {1000 * b:.0f} ms "
+          f"(medians of {REPEATS})")
+
+
 def main():
+    window("default")
+    with threadpool_limits(limits=1):
+        window("1")
     ok = memory()
     ok &= timing("default")
     with threadpool_limits(limits=1):

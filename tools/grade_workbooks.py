@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from helpers.exercises import PIECES, diagnose
+from helpers.exercises.solutions import function_name
 
 
 def grade(path):
@@ -27,7 +28,7 @@ def grade(path):
         return {"workbook": "import_error"}
     found = {}
     for piece in PIECES:
-        fn = getattr(module, piece, None)
+        fn = getattr(module, function_name(piece), None)
         found[piece] = "missing" if fn is None else (diagnose(fn, piece=piece).mistake or "correct")
     return found
 

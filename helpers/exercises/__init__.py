@@ -53,6 +53,8 @@ below imports this package):
     key_design.py   notebooks 01-02: design W_K so that a query prefers a word (many right answers);
                     notebook 01: which claim a heatmap supports
     limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
+    current.py      notebook 10: one rotary pair, a grouped-query cache's bytes, stacked windows' reach, rotary layouts
+    checker_rope.py notebook 10: the rope piece (a learner's apply_rope)
 
 Every public name is re-exported here: ``from helpers.exercises import X`` (the finale's on
 first use, so that importing the exercises does not load the real model's libraries).
@@ -83,6 +85,7 @@ from helpers.exercises.weights import (
 from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
 from helpers.exercises.cost import EncoderCacheExercise
 from helpers.exercises.order import CausalOrderExercise
+from helpers.exercises.current import KVCacheBytesExercise, RopeLayoutExercise, RopePairExercise, WindowReachExercise
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
@@ -101,6 +104,7 @@ __all__ = [
     "EncoderCacheExercise",
     "check_your_block", "BlockVerdict", "heatmap_claims",
     "CausalOrderExercise",
+    "RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise",
 ]
 
 _FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims")

@@ -18,7 +18,7 @@ import numpy as np
 from helpers.attention import causal_mask, padding_mask, softmax, split_heads
 
 __all__ = ["ATTENTION", "SOFTMAX", "CAUSAL_MASK", "PADDING_MASK", "Case", "Input",
-           "SPLIT_HEADS", "MERGE_HEADS", "MULTI_HEAD", "POSITIONAL", "SOFTMAX_BACKWARD"]
+           "SPLIT_HEADS", "MERGE_HEADS", "MULTI_HEAD", "POSITIONAL", "SOFTMAX_BACKWARD", "ROPE"]
 
 
 def _frozen(*arrays):
@@ -422,3 +422,30 @@ d_model = 2, (3, 6), then two of random sizes)."""
 SOFTMAX_BACKWARD = _softmax_backward()
 """The inputs of the softmax_backward checker: rows of softmax ``weights`` and ``grad_weights`` of their shape,
 7 in all (one row, one key, 3 rows, a hidden query's row of zeros, a batch, then two of random shapes)."""
+
+
+def _rope():
+    rng = np.random.default_rng(2021)
+
+    def case(name, words, shape, positions=None, size=1.0):
+        x = np.round(rng.normal(0.0, size, shape), 1) if size == 1.0 else rng.normal(0.0, size, shape)
+        return Input(name, words, {"x": x, "positions": None if positions is None else np.asarray(positions, float)})
+
+    return (
+        Input("one pair", "one pair: x = [[1, 0], [1, 0], [1, 0]] (d = 2) at positions 0, 1, 2",
+              {"x": np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]), "positions": None}),
+        case("(4, 4)", "x (4, 4): 4 tokens of d = 4, positions 0 to 3", (4, 4)),
+        case("given positions", "x (3, 4) at the positions given, [0, 2.5, 7] (fractions allowed)", (3, 4),
+             [0.0, 2.5, 7.0]),
+        case("n = 1", "one token: x (1, 6) at position 0", (1, 6)),
+        case("batch", "a batch: x (2, 5, 4), positions 0 to 4 for both", (2, 5, 4)),
+        case("random (6, 8)", "random x (6, 8) at positions 100 to 105", (6, 8), np.arange(100, 106), size=2.0),
+        case("random (2, 3, 7, 16)", "random x (2, 3, 7, 16) (batch and heads), positions 0 to 6", (2, 3, 7, 16),
+             size=0.5),
+    )
+
+
+ROPE = _rope()
+"""The inputs of the rope checker: ``x`` (..., n, d) and ``positions`` (None: 0 .. n-1), 7 in all (one pair at
+positions 0-2, (4, 4), given fractional positions, one token, a batch, then two random ones: positions from 100,
+and batch and head axes)."""

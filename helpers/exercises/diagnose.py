@@ -24,6 +24,7 @@ The pieces (:data:`PIECES`) and the modules that check them:
     online_softmax_update  fn(running_max, running_sum, acc, scores, V_block)   checker_tiling.py
     tiled_attention        fn(Q, K, V, block_size)                               checker_tiling.py
     kv_cache_step          fn(cache_keys, cache_values, q, k, v) -> output       checker_tiling.py
+    rope                   fn(x, positions=None)                                 checker_rope.py
 
 A piece is added by writing its battery in battery.py, its checker module
 (a ``check(fn, time_limit, **options)`` returning a Diagnosis; or a
@@ -50,6 +51,7 @@ import numpy as np
 
 from helpers.exercises import checker_attention, checker_masks, checker_softmax
 from helpers.exercises import checker_backward, checker_heads, checker_positions, checker_tiling
+from helpers.exercises import checker_rope
 from helpers.exercises.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
 from helpers.exercises.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, safe_str  # noqa: F401 (re-exported)
 
@@ -68,6 +70,7 @@ PIECES = {
     "online_softmax_update": (checker_tiling.check_online_step, ()),
     "tiled_attention": (checker_tiling.check_tiled, ()),
     "kv_cache_step": (checker_tiling.check_kv_step, ()),
+    "rope": (checker_rope.PIECE.check, ()),
 }
 """Each piece diagnose knows: its checker and the options it takes besides time_limit."""
 
@@ -93,6 +96,8 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         the shape of weights (rows of a softmax over the last axis).
         ``"online_softmax_update"``, ``"tiled_attention"``,
         ``"kv_cache_step"``: see helpers/exercises/checker_tiling.py.
+        ``"rope"``: ``fn(x, positions=None)``, x (..., n, d) with d even ->
+        the rotated array, the shape of x (helpers/exercises/checker_rope.py).
     piece: one of :data:`PIECES`.
     options: for attention only, ``masks=False`` / ``batches=False`` leave
         out the masked inputs, or the batch, for a stage of the course before

@@ -20,7 +20,15 @@ import numpy as np
 
 from helpers.exercises.feedback import Reveal
 
-__all__ = ["solution", "workbook_source", "STUBS", "WORKED"]
+__all__ = ["solution", "workbook_source", "function_name", "STUBS", "WORKED", "FUNCTION_NAMES"]
+
+#: The pieces whose workbook function has another name than the piece (the field's name for the function).
+FUNCTION_NAMES = {"rope": "apply_rope"}
+
+
+def function_name(piece):
+    """The name of ``piece``'s function in the workbook: the piece's own name, or FUNCTION_NAMES' entry."""
+    return FUNCTION_NAMES.get(piece, piece)
 
 
 def softmax(x, axis=-1):
@@ -227,6 +235,34 @@ STUBS.update({
     Check it: diagnose(workbook.kv_cache_step, piece="kv_cache_step")."""),
 })
 
+def apply_rope(x, positions=None):
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape[-2], x.shape[-1]
+    m = np.arange(n) if positions is None else np.asarray(positions, dtype=float)   # position of each token
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)         # theta_i = 10000^(-2i/d), one rate per pair
+    angle = m[:, None] * theta                           # (n, d/2): m theta_i
+    cos, sin = np.cos(angle), np.sin(angle)
+    even, odd = x[..., 0::2], x[..., 1::2]               # the paper's pairs: neighbours (2i, 2i + 1)
+    out = np.empty(x.shape)
+    out[..., 0::2] = even * cos - odd * sin              # each pair turned by m theta_i, counterclockwise
+    out[..., 1::2] = even * sin + odd * cos
+    return out
+
+
+WORKED.update(rope=apply_rope)
+STUBS.update({"rope": ("apply_rope(x, positions=None)", """Rotary position embedding (Su et al. 2021, RoFormer, section 3.4.2).
+
+    x: (..., n, d) queries or keys, d even; positions: (n,) numbers, None
+    meaning 0, 1, ..., n - 1. Turn each pair of neighbouring features
+    (2i, 2i + 1) of the token at position m by the angle m * theta_i,
+    theta_i = 10000^(-2i/d):
+        out[2i]     = x[2i] cos(m theta_i) - x[2i+1] sin(m theta_i)
+        out[2i + 1] = x[2i] sin(m theta_i) + x[2i+1] cos(m theta_i)
+    Returns a new array, the shape of x.
+    Check it: diagnose(workbook.apply_rope, piece="rope")."""),
+})
+
+
 WORKBOOK_HEADER = '''"""Your workbook: the functions you build in this course, one per piece.
 
 Open this file in JupyterLab (double-click workbook.py in the file browser).
@@ -254,7 +290,7 @@ def solution(piece):
 
     piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask",
     "split_heads", "merge_heads", "multi_head_attention", "positional_encoding", "softmax_backward", "online_softmax_update", "tiled_attention",
-    "kv_cache_step").
+    "kv_cache_step", "rope", whose workbook function is apply_rope: :data:`FUNCTION_NAMES`).
     Raises ValueError for any other piece.
     """
     if not isinstance(piece, str) or piece not in WORKED:

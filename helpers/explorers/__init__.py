@@ -26,6 +26,7 @@ Where each part lives (``from helpers.explorers import X`` finds every public na
     heads.py       notebook 05: the number of heads
     tiling.py      notebook 08: the online softmax, block by block
     real_model.py  notebook 11: a sentence through all-MiniLM-L6-v2
+    window.py      notebook 10: how far stacked sliding windows reach
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from helpers.explorers.real_model import (
 )
 from helpers.explorers.setup import setup_check
 from helpers.explorers.tiling import TilingState, tiling_explorer, tiling_state
+from helpers.explorers.window import WindowState, window_explorer, window_state
 
 __all__ = [
     "Explorer", "KERNEL_LINE", "NO_KERNEL_LINE", "EXPLORER_CSS", "PRESSED_BACKGROUND", "PRESSED_TEXT", "setup_check",
@@ -69,4 +71,5 @@ __all__ = [
     "TilingState", "tiling_state", "tiling_explorer",
     "RealModelState", "real_model_state", "real_model_run", "real_model_explorer",
     "REAL_SENTENCE", "REAL_MAX_DRAWN", "REAL_ROW_KEYS", "TextProblem",
+    "WindowState", "window_state", "window_explorer",
 ]

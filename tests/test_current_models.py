@@ -1,0 +1,159 @@
+"""Notebook 10 (attention in current models, issue 26): its exercises, typed as a learner would type them,
+and its window explorer.
+
+The notebook's code cells run in this process (exercise_cases.run_in_process), so every exercise is built
+from the inputs the notebook shows. The helpers it calls (apply_rope, grouped-query attention,
+sliding_window_mask) are tested in tests/test_current_models_helpers.py; the rope checker in
+tests/test_checker_rope.py; the tiled window in tests/test_tiling.py.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from exercise_cases import run_in_process
+from helpers.attention import sliding_window_mask
+from helpers.course import NOTEBOOKS_DIR
+from helpers.exercises import KVCacheBytesExercise, RopeLayoutExercise, RopePairExercise, WindowReachExercise
+from helpers.explorers import window_explorer, window_state
+
+NS = run_in_process(NOTEBOOKS_DIR / "10_current_models.ipynb")
+
+# (mistake, what the learner types); None: right.
+CASES = {
+    "ex_pair": [
+        (None, "a = 50 * 10000 ** (-2 * 1 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        (None, "answer = [0.638, 0.918]"),
+        ("rotation_sign", "a = -50 * 10000 ** (-2 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        ("frequency_exponent", "a = 50 * 10000 ** (-1 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        ("degrees", "a = np.radians(50 * 10000 ** (-2 / 4))\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        ("not_attempted", "answer = ..."),
+    ],
+    "ex_bytes": [
+        (None, "answer = 2 * 28 * 4 * 128 * 8192 * 2 / 2**20"),
+        (None, "answer = 448"),
+        ("query_heads_counted", "answer = 2 * 28 * 28 * 128 * 8192 * 2 / 2**20"),
+        ("keys_only", "answer = 28 * 4 * 128 * 8192 * 2 / 2**20"),
+        ("cache_layers_forgotten", "answer = 2 * 4 * 128 * 8192 * 2 / 2**20"),
+        ("bits_for_bytes", "answer = 2 * 28 * 4 * 128 * 8192 * 16 / 2**20"),
+        ("decimal_megabytes", "answer = 2 * 28 * 4 * 128 * 8192 * 2 / 1e6"),
+        ("not_attempted", "answer = ..."),
+    ],
+    "ex_reach": [
+        (None, "answer = 4 * (6 - 1) + 1"),
+        ("window_times_layers", "answer = 4 * 6"),
+        ("one_layer_only", "answer = 6"),
+        ("self_not_counted", "answer = 4 * 5"),
+        ("windows_multiplied", "answer = 6 ** 4"),
+        ("not_attempted", "answer = ..."),
+    ],
+    "ex_layout": [
+        (None, "answer = 'c'"),
+        (None, "answer = '(C)'"),
+        ("layouts_interchangeable", "answer = 'a'"),
+        ("still_relative", "answer = 'b'"),
+        ("lengths_change", "answer = 'd'"),
+        ("not_a_choice", "answer = 'e'"),
+        ("not_attempted", "answer = ..."),
+    ],
+}
+
+# Words each key's printed feedback must contain, so a reader sees the mistake named.
+PHRASES = {
+    None: "Correct!", "not_attempted": "Not attempted yet", "not_a_choice": "Answer with one of the letters",
+    "rotation_sign": "the other way", "frequency_exponent": "10000^(-i/d)", "degrees": "degree mode",
+    "query_heads_counted": "query heads", "keys_only": "the factor 2", "cache_layers_forgotten": "left out the layers",
+    "bits_for_bytes": "bytes a number", "decimal_megabytes": "10^6 bytes",
+    "window_times_layers": "counts the token itself in every layer", "one_layer_only": "one layer's reach",
+    "self_not_counted": "own position", "windows_multiplied": "do not multiply",
+    "layouts_interchangeable": "right on its own", "still_relative": "no longer cancel",
+    "lengths_change": "keeps lengths",
+}
+
+
+def _answer(code):
+    namespace = dict(NS)
+    exec(code, namespace)
+    return namespace["answer"]
+
+
+@pytest.mark.parametrize("exercise, key, code", [(ex, key, code) for ex in CASES for key, code in CASES[ex]])
+def test_each_answer_gets_the_feedback_that_names_it(exercise, key, code):
+    feedback = NS[exercise].feedback(_answer(code))
+    assert feedback.mistake == key and feedback.correct == (key is None), feedback.text
+    assert PHRASES[key] in feedback.text, feedback.text
+
+
+@pytest.mark.parametrize("exercise", ["ex_pair", "ex_bytes", "ex_reach"])
+def test_every_named_mistake_is_typed_told_apart_and_carries_only_its_phrase(exercise):
+    ex = NS[exercise]
+    assert set(ex.mistakes) <= {key for key, _ in CASES[exercise]}
+    values = [("right", ex.expected)] + [(k, v) for k, _, v in ex._variants]
+    for (a, x), (b, y) in itertools.combinations(values, 2):
+        assert np.max(np.abs(x - y)) > 2 * ex.atol, f"{a} and {b} are too close"   # no answer fits two
+    for key, message, _ in ex._variants:
+        assert PHRASES[key] in message
+        assert not any(PHRASES[other] in message for other, _, _ in ex._variants if other != key), key
+
+
+def test_the_right_answers_are_computed_from_the_inputs():
+    # By hand: angle 50 * 10000^(-2/4) = 0.5 rad; (cos 0.5 - 0.5 sin 0.5, sin 0.5 + 0.5 cos 0.5).
+    np.testing.assert_allclose(NS["ex_pair"].expected, [np.cos(0.5) - 0.5 * np.sin(0.5), np.sin(0.5) + 0.5 * np.cos(0.5)])
+    assert NS["ex_bytes"].expected == 448      # by hand: 2 * 28 * 4 * 128 * 8192 * 2 bytes = 448 * 2^20
+    assert WindowReachExercise(window=4096, layers=32).expected == 131041               # Mistral 7B's span, k x (W - 1) + 1
+    # The notebook's own GiB line: Mistral 7B's sizes (Jiang et al. 2023, table 1), 2 bytes a number.
+    assert KVCacheBytesExercise(32, 32, 32, 128, 4096).expected == 2048
+    assert KVCacheBytesExercise(32, 32, 8, 128, 4096).expected == 512
+
+
+def test_the_layout_exercise_reads_the_notebooks_measurement():
+    assert NS["measured"] == {"same_layout_relative": True, "mixed_layout_relative": False, "lengths_kept": True}
+    for bad in ({"same_layout_relative": True}, {"same_layout_relative": True, "mixed_layout_relative": True,
+                                                  "lengths_kept": True}, "yes"):
+        with pytest.raises(ValueError, match="measured"):
+            RopeLayoutExercise(bad)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: RopePairExercise([1, 0], -1, 0, 2), "position"),
+    (lambda: RopePairExercise([1, 0], 1, 2, 4), "pair index"),
+    (lambda: KVCacheBytesExercise(2, 4, 3, 8, 10), "num_kv_heads"),
+    (lambda: KVCacheBytesExercise(2, 4, 2, 8, 10, bits=12), "bits"),
+    (lambda: WindowReachExercise(0, 2), "window"),
+])
+def test_an_instructors_bad_inputs_are_named(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+# ------------------------------------------------------------ the window explorer
+
+def _reach_by_paths(n, window, layers):
+    # token j reaches token i when a chain i = k_L, ..., k_0 = j steps back 0 to window - 1 positions each layer
+    reach = np.eye(n, dtype=bool)
+    for _ in range(layers):
+        reach = np.array([[any(reach[k, j] for k in range(n) if 0 <= i - k < window) for j in range(n)]
+                          for i in range(n)])
+    return reach
+
+
+@pytest.mark.parametrize("window, layers", [(1, 3), (2, 1), (3, 2), (4, 5), (8, 6), (5, 3)])
+def test_window_state_is_the_boolean_product_of_the_masks(window, layers):
+    state = window_state(window, layers)
+    np.testing.assert_array_equal(state.reach, _reach_by_paths(16, window, layers))
+    assert state.last_reach == state.formula == min(16, layers * (window - 1) + 1)
+    if layers == 1:
+        np.testing.assert_array_equal(state.reach, sliding_window_mask(16, window))
+
+
+def test_the_explorer_follows_its_sliders_and_refuses_what_they_cannot_show():
+    ex = window_explorer()
+    assert ex.state.last_reach == 5 and "5 of 16 positions" in ex.picture.value
+    ex.controls["window"].value, ex.controls["layers"].value = 4, 4
+    assert ex.state.last_reach == 13 and ex.picture.value.count("&#9679;") == int(ex.state.reach.sum())
+    page = ex._repr_mimebundle_()["text/html"]
+    assert "saved picture of the explorer" in page and "4 layers of window 4" in page
+    for bad in ({"window": 0}, {"window": 9}, {"layers": 7}, {"layers": 2.0}, {"window": True}):
+        with pytest.raises(ValueError, match="slider"):
+            window_explorer(**bad)
