@@ -46,7 +46,7 @@ def show_course_map(folder=NOTEBOOKS_DIR):
         print(f"         {what}")
 
 
-#: Where the learner builds each function of the workbook: its notebook's Build it section (and where
+#: Where the learner builds each function of the workbook (by its name in workbook.py): its notebook's Build it section (and where
 #: a later notebook finishes it). tests/test_build_sections.py checks it against the notebooks' build cells.
 BUILT_IN = {
     "softmax": "notebook 01",
@@ -61,5 +61,6 @@ BUILT_IN = {
     "tiled_attention": "notebook 08",
     "kv_cache_step": "notebook 08",
     "softmax_backward": "notebook 09",
+    "apply_rope": "notebook 10",
     "encoder_block": "notebook 11",
 }
