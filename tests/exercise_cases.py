@@ -368,7 +368,8 @@ CASES = {
             ("direction_only", "answer = 'The'", "it is short"),
             ("similar_vector", "answer = 'near'", "x W_Q against x W_K"),
             ("itself", "answer = 'bank'"),
-            ("not_a_choice", "answer = 'river'", "Answer with one of"),
+            ("not_a_choice", "answer = 'river'", "Answer with one of the words 'The', 'bank'"),   # as written
+            (None, "answer = 'CANAL'"),                                                     # any case
             ("not_a_choice", "answer = 3"),
         ],
         "ex_design": [
@@ -406,8 +407,9 @@ CASES = {
         ],
         "ex_entry": [
             (None, "answer = np.cos(8 / 10000 ** (2 / 16))"),
-            (None, "answer = -0.8186"),
+            (None, "answer = -0.8186", "cos(2.53 rad) = -0.8186"),      # the exact value and its angle, computed
             (None, "answer = -0.819"),                                  # three decimals, as the exercise asks
+            ("rounded", "answer = -1", "rounded to whole numbers"),     # -1 = cos(pi), not PE[8, 3]
             ("rounded", "answer = -0.8", "1 decimal"),
             (None, "answer = sinusoidal_positional_encoding(9, 16)[8, 3]"),
             ("not_attempted", "answer = ..."),
@@ -494,10 +496,10 @@ CASES = {
             ("not_a_choice", "answer = 'd'"),
         ],
         "ex_saturate": [
-            (None, "answer = 'b'"),
+            (None, "answer = 'b'", "row A 0.527, row B 0.992"),     # the weights, once the answer is right
             (None, "answer = 'B'"),
             ("not_attempted", "answer = ..."),
-            ("width_saturates", "answer = 'a'", "row A 0.527, row B 0.992"),
+            ("width_saturates", "answer = 'a'", "leads the next by only 0.781"),
             ("no_scaling", "answer = 'both'", "undivided, both rows"),
             ("chose_neither", "answer = 'neither'"),
             ("not_a_choice", "answer = 'c'"),

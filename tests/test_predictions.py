@@ -28,6 +28,10 @@ def test_the_word_leaned_on_is_the_largest_score_and_each_trap_is_named():
     assert ex.feedback("flooded").mistake == "longest_key"
     assert ex.feedback("The").mistake == "direction_only"
     assert ex.feedback("canal").correct
+    # Any case is accepted; a word not in the sentence is told the words as they are written.
+    assert ex.feedback("THE").mistake == "direction_only" and ex.feedback("Canal").correct
+    told = ex.feedback("river")
+    assert told.mistake == "not_a_choice" and "'The', 'bank', 'near', 'canal' or 'flooded'" in told.text
 
 
 def test_the_answer_follows_an_instructors_edit():
@@ -82,6 +86,12 @@ def test_the_saturated_row_is_judged_after_the_division():
     assert ex.feedback("both").mistake == "no_scaling"
     assert ex.feedback("a").mistake == "width_saturates"     # the wide row, whose lead is 25 / 32 once divided
     assert "0.781" in ex.feedback("a").text
+    # The weights that decide the answer (0.527, 0.992) come only with the right answer.
+    assert "0.527" in ex.feedback("b").text and "0.992" in ex.feedback("b").text
+    for wrong in ("a", "both", "neither"):
+        text = ex.feedback(wrong).text
+        assert "0.527" not in text and "0.992" not in text, (wrong, text)
+        assert "Compute each row's largest weight" in text
     # Same rows, both at d_k = 1: now A saturates too.
     both = SaturatedRowExercise({"A": ([60.0, 20.0, 35.0, 0.0], 1), "B": ([14.0, 2.0, 3.0, 1.0], 1)})
     assert both.answer == "both" and both.named == {}

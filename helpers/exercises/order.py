@@ -144,7 +144,8 @@ class SinusoidalEntryExercise(_NumericExercise):
              f"{pos} / 10000^({2 * i}/{d_model}) = {_fmt(angle)} radians"),
             (f"answer = np.{name}(my_angle)", f"{name}({_fmt(angle)}) = {float(self.expected):.4f}"),
         ])
-        self.correct_note = f"PE[{pos}, {column}] = {name}({_fmt(angle)}) = {float(self.expected):.4f}."
+        self.correct_note = (f"PE[{pos}, {column}] = {name}({pos} / 10000^({2 * i}/{d_model})) = {name}({_fmt(angle)} rad) "
+                             f"= {float(self.expected):.4f}.")
 
 
 class CausalOrderExercise(ChoiceExercise):

@@ -91,7 +91,13 @@ class LeanOnExercise(ChoiceExercise):
                   f"against each key x W_K. One product, x @ (W_K @ q), gives it for any word vector x."))
         self.solution_text = (f"# scores of {query}'s query against each key x W_K: "
                               + ", ".join(f"{t} {s:g}" for t, s in zip(tokens, scores))
-                              + f"\nanswer = {keys[right]!r}   # {tokens[right]}: the largest score")
+                              + f"\nanswer = {tokens[right]!r}   # the largest score")
+
+    def _how_to_answer(self):
+        # The words as the sentence writes them ('The', not 'the'); any case is accepted.
+        words = list(self.OPTIONS.values())
+        listed = ", ".join(repr(w) for w in words[:-1]) + f" or {words[-1]!r}"
+        return f"Answer with one of the words {listed}, in quotes (a string; any case)."
 
     def question(self):
         """Print the question; the options are the sentence's words."""
@@ -146,7 +152,9 @@ class SaturatedRowExercise(ChoiceExercise):
     leaving out the division (the rows whose softmax(scores) saturates) is
     named ``no_scaling``, the key of a forgotten division everywhere; the
     row of the widest keys, when it does not saturate once divided, is named
-    ``width_saturates`` (wide keys saturate only undivided). Raises ValueError naming the
+    ``width_saturates`` (wide keys saturate only undivided). A wrong answer
+    is told what to compute, not the weights; the right one shows them.
+    Raises ValueError naming the
     argument for fewer than two rows, a row of fewer than two finite scores,
     or a d_k that is not a positive whole number, or threshold outside (0, 1).
     """
@@ -182,20 +190,23 @@ class SaturatedRowExercise(ChoiceExercise):
         options = {k: f"row {k.upper()}" for k in names}
         options.update(both="both rows", neither="neither row")
         shown = ", ".join(f"row {k.upper()} {self.largest[k]:.3f}" for k in names)
-        why = {k: (f"Divide each row by its own sqrt(d_k) first: the largest weights are {shown}.")
-               for k in [*names, "both", "neither"]}
+        # A wrong answer gets the reason and what to compute, never the weights that decide it.
+        compute = (f"Compute each row's largest weight after the division and the softmax, and compare it "
+                   f"with {threshold:g}.")
+        why = {k: compute for k in [*names, "both", "neither"]}
+        why[right] = f"Each row divided by its own sqrt(d_k), the largest weights are {shown}."
         self.named = {}
         if undivided != right:
             which = {"both": "both rows would", "neither": "neither row would"}.get(undivided, f"only row {undivided.upper()} would")
             why[undivided] = (f"The scaling is forgotten: undivided, {which} put over {threshold:g} of the weight on one key; but the softmax "
-                              f"sees each row divided by its own sqrt(d_k): {shown}.")
+                              f"sees each row divided by its own sqrt(d_k). " + compute)
             self.named[undivided] = "no_scaling"
         if widest != right and widest not in self.named and self.largest[widest] <= threshold:
             scores, d_k = self.rows[widest]
             top = np.sort(scores / np.sqrt(d_k))[::-1]
             why[widest] = (f"Wide keys saturate only when nobody divides: divided by sqrt({d_k}) = "
                            f"{np.sqrt(d_k):g}, row {widest.upper()}'s largest score leads the next by only "
-                           f"{top[0] - top[1]:.3g}. " + why[widest])
+                           f"{top[0] - top[1]:.3g}. " + compute)
             self.named[widest] = "width_saturates"
         super().__init__(
             question=(f"Two rows of raw scores (not yet divided), each from keys of its own width. After the "
