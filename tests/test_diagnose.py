@@ -199,7 +199,27 @@ def two_faults(Q, K, V, mask=None):
     return e / e.sum(axis=0, keepdims=True) @ V
 
 
+def _softmax_along(max_axis, sum_axis, name):
+    def fn(Q, K, V, mask=None):
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+        if mask is not None:
+            scores = np.where(mask, scores, -1e9)
+        e = np.exp(scores - scores.max(axis=max_axis, keepdims=True))
+        return e / e.sum(axis=sum_axis, keepdims=True) @ V
+    fn.__name__ = name
+    return fn
+
+
+# A fixed axis=1: the keys' axis for one sentence, the queries' axis once heads or a batch come first (the real
+# model calls attention with Q, K, V of shape (12, n, 32): notebook 11's finale); and a softmax that subtracts
+# each row's maximum but sums down the columns.
+softmax_axis_1 = _softmax_along(1, 1, "softmax_axis_1")
+max_on_rows_sum_down_columns = _softmax_along(-1, -2, "max_on_rows_sum_down_columns")
+
+
 NAMED = [
+    (softmax_axis_1, "wrong_axis", "axis=1"),
+    (max_on_rows_sum_down_columns, "wrong_axis", "axis=-1"),
     (unguarded, "neg_inf_nan", "nothing to attend to"),
     (no_scaling, "no_scaling", "sqrt(d_k)"),
     (divided_by_d_k, "divided_by_d_k", "square root"),

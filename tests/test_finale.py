@@ -90,6 +90,32 @@ def test_odd_functions_get_words_never_an_exception(model, fn):
     assert not v.correct and isinstance(v.mistake, str) and v.text
 
 
+@pytest.mark.parametrize("over_queries", ["axis=1", "max on rows, sum down columns"])
+def test_a_softmax_over_the_query_axis_is_named_in_the_real_model(model, over_queries):
+    # The model calls attention with Q, K, V of shape (12, n, 32): a fixed axis=1 is the queries' axis there.
+    def fn(Q, K, V, mask=None):
+        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+        if mask is not None:
+            s = np.where(mask, s, -1e9)
+        e = np.exp(s - s.max(axis=1 if over_queries == "axis=1" else -1, keepdims=True))
+        w = e / e.sum(axis=1 if over_queries == "axis=1" else -2, keepdims=True)
+        return w @ V, w
+    v = run_with_your_attention(fn, model)
+    assert not v.correct and v.mistake == "wrong_axis"
+    assert abs(v.cosine - v.cosine_course) > 1e-3
+
+
+def test_what_the_attention_does_to_the_model_is_a_field_of_its_own(model):
+    def unscaled(Q, K, V, mask=None):
+        w = softmax_rows(Q @ np.swapaxes(K, -1, -2))
+        return w @ V, w
+    v = run_with_your_attention(unscaled, model)
+    assert v.on_model and v.text.startswith(v.on_model) and "diagnose finds" not in v.on_model
+    assert "diagnose finds" in v.text[len(v.on_model):]
+    assert run_with_your_attention(worked_attention, model).on_model == run_with_your_attention(
+        worked_attention, model).text
+
+
 def test_the_sentences_are_those_the_reference_embeddings_were_made_on():
     reference = json.loads((Path(__file__).resolve().parent.parent / "data" / "minilm_reference.json").read_text())
     assert SENTENCES == (reference["sentences"]["river"]["text"], reference["sentences"]["interest"]["text"])
@@ -97,7 +123,7 @@ def test_the_sentences_are_those_the_reference_embeddings_were_made_on():
 
 # ---- check_your_block: the learner's own encoder block with one layer's weights (issue 21, section 3) ----
 
-from helpers.exercises.finale import BLOCK_FAULTS, _block, check_your_block  # noqa: E402
+from helpers.exercises.finale import BLOCK_FAULTS, _block, _fault_flags, check_your_block  # noqa: E402
 from helpers.exercises.solutions import encoder_block as worked_block  # noqa: E402
 
 
@@ -122,12 +148,79 @@ def test_the_judges_right_block_is_the_models_layer_in_every_layer(model):
         assert np.max(np.abs(mine - out.hidden_states[layer + 1])) < 1e-9
 
 
-@pytest.mark.parametrize("key", sorted(BLOCK_FAULTS))
-def test_each_mistake_is_named_by_its_key(model, key):
-    flags, _ = BLOCK_FAULTS[key]
+FAULT_WAYS = [(key, flags) for key in sorted(BLOCK_FAULTS) for flags in _fault_flags(key)]
+
+
+@pytest.mark.parametrize("key, flags", FAULT_WAYS, ids=[f"{k}-{i}" for i, (k, _) in enumerate(FAULT_WAYS)])
+def test_each_mistake_is_named_by_its_key(model, key, flags):
     v = check_your_block(block_with(**flags), model)
     assert not v.correct and v.mistake == key and v.bound_layer is None
     assert "yours" in v.text and "the model's" in v.text
+
+
+def test_the_new_ways_of_the_block_faults_are_among_them():
+    # The fresh review of notebook 11: Q/K/V without biases, a reshape-only split, the second residual from
+    # the block's input, gamma_1/beta_1 in the second LayerNorm; same misconception, same key as elsewhere.
+    assert {"biases": "qkv"} in _fault_flags("no_biases")
+    assert {"transpose": "split"} in _fault_flags("reshape_without_transpose")
+    assert {"transpose": "heads_as_queries"} in _fault_flags("reshape_without_transpose")
+    assert _fault_flags("residual_from_block_input") == ({"residual": (True, "input")},)
+    assert _fault_flags("layer_norm_1_reused") == ({"second_norm": "_1"},)
+
+
+def test_a_learners_own_reshape_without_the_swap_is_named(model):
+    # Written as a learner writes it, not through _block: (n, heads, d_k) and no swap, so each token attends
+    # across its own 12 heads.
+    from helpers.real_model import _layer_norm, gelu
+
+    def no_swap(x, params, num_heads, mask=None):
+        p, (n, d) = params, x.shape
+        Q, K, V = ((x @ p["W_" + r] + p["b_" + r]).reshape(n, num_heads, d // num_heads) for r in "QKV")
+        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d // num_heads)
+        h = _layer_norm(x + (softmax_rows(s) @ V).reshape(n, d) @ p["W_O"] + p["b_O"], p["gamma_1"], p["beta_1"],
+                        p["eps"])
+        return _layer_norm(h + gelu(h @ p["W_1"] + p["b_1"]) @ p["W_2"] + p["b_2"], p["gamma_2"], p["beta_2"],
+                           p["eps"])
+    assert check_your_block(no_swap, model).mistake == "reshape_without_transpose"
+
+
+def test_a_block_that_changes_its_inputs_in_place_is_told_so(model):
+    def grows_x(x, params, num_heads, mask=None):
+        out = worked_block(x, params, num_heads, mask)
+        x += 1.0                                        # the caller's x changed
+        return out
+
+    def folds_the_scale_into_W_Q(x, params, num_heads, mask=None):
+        params["W_Q"] /= 1.0                           # the same numbers, but written in place
+        params["b_Q"] = params["b_Q"] * 1.0            # a new array under the caller's key
+        return worked_block(x, params, num_heads, mask)
+    v = check_your_block(grows_x, model)
+    assert not v.correct and v.mistake == "mutates_inputs" and "x" in v.text and "params" not in v.text
+    v = check_your_block(folds_the_scale_into_W_Q, model)
+    # W_Q /= 1.0 leaves the numbers equal; the new b_Q array too: the dict is unchanged, so this block is right
+    assert v.correct, v.text
+
+    def zeroes_a_bias(x, params, num_heads, mask=None):
+        out = worked_block(x, params, num_heads, mask)
+        params["b_O"][...] = 0.0
+        return out
+    v = check_your_block(zeroes_a_bias, model)
+    assert not v.correct and v.mistake == "mutates_inputs" and "params" in v.text
+
+
+def test_a_block_that_returns_output_and_weights_is_told_to_return_only_the_output(model):
+    def pair(x, params, num_heads, mask=None):
+        return worked_block(x, params, num_heads, mask), np.zeros((num_heads, len(x), len(x)))
+    v = check_your_block(pair, model)
+    assert not v.correct and v.mistake == "returned_pair" and "Return only the output array" in v.text
+
+
+def test_the_guide_lists_every_key_of_the_block_judge():
+    import re
+    guide = (Path(__file__).resolve().parent.parent / "INSTRUCTORS.md").read_text(encoding="utf-8")
+    paragraph = guide.split("`helpers.exercises.check_your_block(workbook.encoder_block)`", 1)[1].split("\n\n", 1)[0]
+    listed = set(re.findall(r"`(\w+)`", paragraph))
+    assert set(BLOCK_FAULTS) | {"mutates_inputs", "returned_pair", "padding_mask_ignored", "no_mask_argument"} <= listed
 
 
 def test_the_four_mistakes_of_the_brief_are_among_them():

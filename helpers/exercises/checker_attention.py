@@ -47,7 +47,9 @@ class _Model:
                                  # "d_v" (sqrt of the values' width), or a float: a constant scale
     orient: str = "QK"           # "KQ": scores = K Q^T
     axis: str = "rows"           # "columns" (axis -2) or "first" (axis 0): softmax down the columns;
-                                 # "all": divided by the sum of everything
+                                 # "second" (axis=1: the queries' axis once heads or a batch come first);
+                                 # "sum_columns" (each row's maximum subtracted, the sum taken down the
+                                 # columns); "all": divided by the sum of everything
     mask: str = "where"          # "ignored", "added", "after_softmax", "multiplied", "flipped"
     naive: bool = False          # True: softmax without subtracting the maximum
     dot_T: bool = False          # True: .T instead of swapping the last two axes
@@ -93,9 +95,10 @@ class _Model:
                         S = S + keep
                     elif self.mask == "multiplied":
                         S = S * keep
-                axis = {"rows": -1, "columns": -2, "first": 0, "all": None}[self.axis]
+                axis = {"rows": -1, "columns": -2, "first": 0, "second": 1, "sum_columns": -2,
+                        "all": None}[self.axis]
                 if not self.naive:
-                    top = np.max(S, axis=axis, keepdims=True)
+                    top = np.max(S, axis=-1 if self.axis == "sum_columns" else axis, keepdims=True)
                     S = S - (np.where(np.isfinite(top), top, 0.0) if guard else top)
                 E = np.exp(S)
                 total = np.sum(E, axis=axis, keepdims=True)
@@ -119,6 +122,8 @@ _FAULT_KEY = {
     ("mask", "added"): "mask_added",
     ("axis", "columns"): "wrong_axis",
     ("axis", "first"): "wrong_axis",
+    ("axis", "second"): "wrong_axis",
+    ("axis", "sum_columns"): "wrong_axis",
     ("axis", "all"): "softmax_over_everything",
     ("mask", "after_softmax"): "mask_after_softmax",
     ("mask", "multiplied"): "mask_multiplied",
@@ -141,7 +146,8 @@ FAULTS = {
                       "as sqrt(d_model) does not follow the width of the keys.",
     "mask_added": "You add the boolean mask to the scores: True counts as 1 and False as 0, so hidden keys keep "
                   "their weight. Apply it instead: scores = np.where(mask, scores, -np.inf), before the softmax.",
-    "wrong_axis": "Your softmax runs down the columns, so each key's weights sum to 1 instead of each query's. "
+    "wrong_axis": "Your softmax runs down the columns, so each key's weights sum to 1 instead of each query's "
+                  "(a fixed axis=1 does that too, once heads or a batch come first, as in a model). "
                   "Take it along the last axis: axis=-1, with keepdims=True when you divide.",
     "softmax_over_everything": "Your softmax divides by the sum over the whole matrix, so no row sums to 1. Sum "
                                "along each row: e.sum(axis=-1, keepdims=True).",
@@ -214,7 +220,7 @@ def _fit_constant(run):
 _SINGLE = [("scale", "none"), ("scale", "d_k"), ("scale", "times_sqrt"), ("mask", "added"), ("axis", "columns"),
            ("axis", "first"), ("axis", "all"), ("mask", "after_softmax"), ("mask", "multiplied"), ("mask", "flipped"),
            ("mask", "ignored"), ("naive", True), ("orient", "KQ"), ("dot_T", True), ("scale", "n_keys"),
-           ("scale", "d_v")]
+           ("scale", "d_v"), ("axis", "second"), ("axis", "sum_columns")]
 
 
 def _candidates(constants, masks, batches):

@@ -25,8 +25,11 @@ lab`` or ``make test`` installs it).
 six blocks against the sentence embedding, then a padded sentence with the
 padding mask. A wrong layer is matched against :data:`BLOCK_FAULTS`, each
 mistake a small model of the inputs (the block ``_block`` with one flag
-switched), so the verdict names it: a missing residual, pre-LN instead of
-BERT's post-LN, no GELU, scores divided by sqrt(d_model), ...
+switched), so the verdict names it: a missing residual, pre-LN (GPT-2's
+order, Radford et al. 2019, sec. 2.3) instead of the post-LN of Vaswani et
+al. (2017, sec. 3.1) that BERT keeps (Devlin et al. 2019, sec. 3), no GELU,
+scores divided by sqrt(d_model), ... A block that changes its inputs in
+place, or returns (output, weights), is told so.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ import numpy as np
 from helpers.exercises.base import ChoiceExercise
 from helpers.exercises.diagnose import diagnose
 from helpers.exercises.feedback import Feedback
-from helpers.exercises.runner import call, fn_name, matches, parameter, raised_words, safe_str, side_by_side
+from helpers.exercises.runner import (
+    call, fn_name, matches, mutation_words, parameter, raised_words, safe_str, side_by_side, same_array,
+)
 from helpers.real_model import _layer_norm, gelu, load_minilm
 
 __all__ = ["ModelVerdict", "run_with_your_attention", "SENTENCES", "BOUNDS", "BlockVerdict", "check_your_block",
@@ -63,11 +68,14 @@ class ModelVerdict(Feedback):
         embedding stays below (None when it is above them all, or nothing ran).
     cosine, cosine_course: the cosine between the two sentences' embeddings,
         with your attention and with the course's (None when nothing ran).
+    on_model: what your attention did to the model, in words: the part of
+        ``text`` before diagnose's verdict (None when nothing ran).
     """
 
     bound: float | None = None
     cosine: float | None = None
     cosine_course: float | None = None
+    on_model: str | None = None
 
     def _repr_pretty_(self, printer, cycle):
         printer.text(self.text)
@@ -130,11 +138,12 @@ def run_with_your_attention(fn, model=None):
         lines.append(f"'{QUERY}' in layer {LAYER}, head {HEAD}:\n  yours:    {_row(yours[0], tokens)}\n"
                      f"  course's: {_row(course[0], tokens)}")
     correct = agrees and verdict.correct
+    on_model = "\n".join(lines)
     if not verdict.correct:
         lines.append(("On these sentences (no mask) the model cannot tell, but " if agrees else "")
                      + "diagnose finds this in your function:\n" + verdict.text)
     return ModelVerdict(correct, None if correct else verdict.mistake or "different", "\n".join(lines),
-                        bound, cosine, cosine_course)
+                        bound, cosine, cosine_course, on_model)
 
 
 # --------------------------------------------------------------------------
@@ -152,7 +161,8 @@ class BlockVerdict(Feedback):
     correct, mistake, text: as every checker's; ``mistake`` is a key of
     :data:`BLOCK_FAULTS` (or a key every checker shares: not_attempted,
     piece_not_written, raised, too_slow, returned_none, not_numbers,
-    wrong_shape, nan_inf, different, padding_mask_ignored, no_mask_argument).
+    wrong_shape, nan_inf, different, padding_mask_ignored, no_mask_argument, mutates_inputs,
+    returned_pair).
     bound_layer: the smallest of :data:`BOUNDS` that layer 0's output stays within (None: above them all).
     bound_model: the same for the sentence embedding after six of your blocks (None: not reached or above).
     """
@@ -170,34 +180,44 @@ class BlockVerdict(Feedback):
 
 
 def _block(x, p, num_heads, mask=None, *, residual=(True, True), post_ln=True, act="gelu", scale="d_k",
-           biases=True, transpose=True, norm=True):
+           biases=True, transpose=True, norm=True, second_norm="_2"):
     """One BERT encoder layer, with one or more of the mistakes a learner makes switched on.
 
-    The right layer (every flag at its default) is Devlin et al. (2019)'s post-LN block:
-    x = LN(x + MultiHead(x)); x = LN(x + GELU(x W_1 + b_1) W_2 + b_2) (Vaswani et al. 2017, sec. 3.1-3.3).
+    The right layer (every flag at its default) is the post-LN block of Vaswani et al. (2017, sec. 3.1),
+    which BERT keeps (Devlin et al. 2019, sec. 3): x = LN(x + MultiHead(x)); x = LN(x + GELU(x W_1 + b_1) W_2
+    + b_2) (Vaswani et al. 2017, sec. 3.1-3.3). The mistakes: residual (attention's, the FFN's): False leaves
+    it out, "input" adds the block's input instead of the stream; biases: False drops every projection's
+    bias, "qkv" those of W_Q, W_K, W_V only; transpose: False cuts and merges the heads with reshapes alone,
+    "split" cuts them with a reshape alone (merged right), "heads_as_queries" reshapes to (n, num_heads, d_k)
+    and never swaps, so each token attends across its own heads; second_norm="_1": gamma_1, beta_1 in both
+    LayerNorms.
     """
+    x_in = x
     n, d_model = x.shape[-2], x.shape[-1]
     d_k = d_model // num_heads
     ln = (lambda t, g, b: _layer_norm(t, g, b, p["eps"])) if norm else (lambda t, g, b: t)
 
     def split(t):
-        if transpose:
+        if transpose is True:
             return np.swapaxes(t.reshape(t.shape[:-1] + (num_heads, d_k)), -2, -3)
+        if transpose == "heads_as_queries":
+            return t.reshape(t.shape[:-1] + (num_heads, d_k))             # (n, heads, d_k): never swapped
         return t.reshape(t.shape[:-2] + (num_heads, n, d_k))          # reshape alone: features mixed across heads
 
     def merge(t):
-        if transpose:
+        if transpose in (True, "split"):
             return np.swapaxes(t, -2, -3).reshape(t.shape[:-3] + (n, d_model))
         return t.reshape(t.shape[:-3] + (n, d_model))
 
     def attend(h):
-        b = (lambda name: p[name]) if biases else (lambda name: 0.0)
-        Q, K, V = (split(h @ p["W_" + r] + b("b_" + r)) for r in "QKV")
+        b_qkv = (lambda name: p[name]) if biases is True else (lambda name: 0.0)
+        b_O = p["b_O"] if biases in (True, "qkv") else 0.0
+        Q, K, V = (split(h @ p["W_" + r] + b_qkv("b_" + r)) for r in "QKV")
         s = Q @ np.swapaxes(K, -1, -2) * {"d_k": d_k ** -0.5, "d_model": d_model ** -0.5, "none": 1.0}[scale]
         if mask is not None:
             s = np.where(mask, s, -np.inf)
         w = np.exp(s - s.max(axis=-1, keepdims=True))
-        return merge(w / w.sum(axis=-1, keepdims=True) @ V) @ p["W_O"] + b("b_O")
+        return merge(w / w.sum(axis=-1, keepdims=True) @ V) @ p["W_O"] + b_O
 
     def ffn(h):
         inner = h @ p["W_1"] + p["b_1"]
@@ -205,15 +225,19 @@ def _block(x, p, num_heads, mask=None, *, residual=(True, True), post_ln=True, a
                  "tanh": lambda t: 0.5 * t * (1 + np.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3)))}[act](inner)
         return inner @ p["W_2"] + p["b_2"]
 
-    for sub, keep, g, b in ((attend, residual[0], "gamma_1", "beta_1"), (ffn, residual[1], "gamma_2", "beta_2")):
+    for sub, keep, g, b in ((attend, residual[0], "gamma_1", "beta_1"),
+                            (ffn, residual[1], "gamma" + second_norm, "beta" + second_norm)):
+        skip = x_in if keep == "input" else x if keep else 0.0          # "input": the block's input, not the stream
         if post_ln:
-            x = ln((x if keep else 0.0) + sub(x), p[g], p[b])
+            x = ln(skip + sub(x), p[g], p[b])
         else:                                                          # pre-LN (GPT-2's order), not BERT's
-            x = (x if keep else 0.0) + sub(ln(x, p[g], p[b]))
+            x = skip + sub(ln(x, p[g], p[b]))
     return x
 
 
-#: key -> (the flags of _block that model the mistake, what to say)
+#: key -> (the flags of _block that model the mistake (a dict, or a tuple of dicts: the ways of making it), what
+#: to say). One misconception has one key course-wide: no_biases, reshape_without_transpose, no_scaling and
+#: scale_by_d_model are the keys the other checkers give the same mistakes.
 BLOCK_FAULTS = {
     "no_residual": ({"residual": (False, False)},
                     "it leaves out both residual additions: LayerNorm(x + sublayer(x)), not LayerNorm(sublayer(x))."),
@@ -234,14 +258,30 @@ BLOCK_FAULTS = {
     "scale_by_d_model": ({"scale": "d_model"}, "it divides the scores by sqrt(d_model) = sqrt(384); each head "
                                                "divides by sqrt(d_k) = sqrt(384 / 12) = sqrt(32)."),
     "no_scaling": ({"scale": "none"}, "it does not divide the scores by sqrt(d_k) = sqrt(32)."),
-    "no_biases": ({"biases": False}, "it leaves out the biases of the projections: q = x W_Q + b_Q, "
-                                     "and the same for k, v and the output's W_O, b_O."),
-    "reshape_without_transpose": ({"transpose": False},
-                                  "it cuts the heads with a reshape alone, which mixes features across heads: "
-                                  "reshape to (n, num_heads, d_k), then swap the first two axes (and back after)."),
+    "no_biases": (({"biases": False}, {"biases": "qkv"}),
+                  "it leaves out biases of the projections: q = x W_Q + b_Q, and the same for k (b_K), "
+                  "v (b_V) and the output (W_O, b_O)."),
+    "reshape_without_transpose": (({"transpose": False}, {"transpose": "split"}, {"transpose": "heads_as_queries"}),
+                                  "it cuts the heads with a reshape alone, which mixes features across heads "
+                                  "(or, without the swap, attends across one token's heads instead of across "
+                                  "tokens): reshape to (n, num_heads, d_k), then swap the first two axes to "
+                                  "(num_heads, n, d_k), and swap back before merging."),
     "no_layer_norm": ({"norm": False}, "it leaves out LayerNorm: (t - mean) / sqrt(var + eps) * gamma + beta "
                                        "over each token's features."),
+    "residual_from_block_input": ({"residual": (True, "input")},
+                                  "its second residual adds the block's input x; it must add the stream after the "
+                                  "attention's LayerNorm, the same vector the feed-forward pair reads: "
+                                  "h = LayerNorm(x + attention(x)), then LayerNorm(h + FFN(h))."),
+    "layer_norm_1_reused": ({"second_norm": "_1"},
+                            "its second LayerNorm uses gamma_1 and beta_1 again; each LayerNorm has its own: "
+                            "the one after the feed-forward pair takes gamma_2 and beta_2."),
 }
+
+
+def _fault_flags(key):
+    """The flag sets of :data:`BLOCK_FAULTS` [key], always as a tuple of dicts."""
+    flags = BLOCK_FAULTS[key][0]
+    return (flags,) if isinstance(flags, dict) else flags
 
 
 def _fresh(params):
@@ -284,10 +324,12 @@ def check_your_block(fn, model=None, time_limit=10.0):
     model = load_minilm() if model is None else model
     name = fn_name(fn, "encoder_block")
     where = parameter(fn, ("mask", "attn_mask"), 3)
+    changed = []                               # the runs that changed x or params in place
 
     def run_block(x, layer, mask=None):
         kwargs = {}
-        args = [("x", x), ("params", _fresh(model.layer_parameters(layer))), ("num_heads", model.num_heads)]
+        given = _fresh(model.layer_parameters(layer))
+        args = [("x", x), ("params", given), ("num_heads", model.num_heads)]
         if mask is not None:
             if where is None:
                 return None, ("no_mask_argument", f"{name} takes no mask, so it cannot hide the [PAD] keys of a "
@@ -308,6 +350,12 @@ def check_your_block(fn, model=None, time_limit=10.0):
             return None, ("piece_not_written", f"{name} calls a piece that is not written yet ({message}). "
                           "Write that piece first (its notebook's Build it), or call the course's own "
                           "(helpers.attention.scaled_dot_product_attention) in its place for now.")
+        if run.error is None and isinstance(run.value, (tuple, list)) and run.value and isinstance(
+                run.value[0], np.ndarray) and run.value[0].shape == x.shape:
+            return None, ("returned_pair", f"On layer {layer}, {name} returns a {type(run.value).__name__} of "
+                          f"{len(run.value)} things, the first of x's shape (an (output, weights) pair, as "
+                          f"attention returns?). Return only the output array, shape {x.shape}: "
+                          "return x, not (x, weights).")
         if run.error is not None or run.value is None or run.problem is not None:
             key = "raised" if run.error is not None else "returned_none" if run.value is None else "not_numbers"
             return None, (key, f"On layer {layer}, {name}: " + raised_words(run, name)
@@ -318,7 +366,19 @@ def check_your_block(fn, model=None, time_limit=10.0):
                           f"the shape of x, {x.shape} (one vector of d_model = {model.d_model} per token).")
         if not np.isfinite(run.out).all():
             return None, ("nan_inf", f"On layer {layer}, {name} returned NaN or infinite entries.")
+        fresh = model.layer_parameters(layer)
+        if set(given) != set(fresh) or not all(same_array(np.asarray(given[k]), np.asarray(v))
+                                               for k, v in fresh.items()):
+            run.mutated += ("params",)
+        if run.mutated:
+            changed.append(run)
         return run.out, None
+
+    def mutation():
+        words, names = mutation_words(changed, ("x", "params"))
+        return BlockVerdict(False, "mutates_inputs", f"{name} gives the model's layer output, but {words}" + (
+            " Here params holds the model's weights, which every later call reads." if "params" in names else ""),
+            bound_layer)
 
     # Stage 1: layer 0 against the model's own layer output.
     river = model.run(SENTENCES[0])
@@ -330,8 +390,9 @@ def check_your_block(fn, model=None, time_limit=10.0):
     bound_layer = _bound(gap)
     if bound_layer is None:
         p0 = model.layer_parameters(0)
-        found = [key for key, (flags, _) in BLOCK_FAULTS.items()
-                 if matches(out, _block(x0, p0, model.num_heads, **flags), rtol=1e-5, atol=1e-6)]
+        found = [key for key in BLOCK_FAULTS
+                 if any(matches(out, _block(x0, p0, model.num_heads, **flags), rtol=1e-5, atol=1e-6)
+                        for flags in _fault_flags(key))]
         bank = river.index(QUERY)
         shown = side_by_side(out[bank, :6], want[bank, :6], left="yours", right="the model's")
         key = found[0] if found else "different"
@@ -340,6 +401,8 @@ def check_your_block(fn, model=None, time_limit=10.0):
         return BlockVerdict(False, key, f"With layer 0's weights, {name} does not give the model's own layer output "
                             f"(hidden_states[1]; largest difference {gap:.2g}): {why}\nThe first 6 of bank's "
                             f"{model.d_model} features after layer 0:\n{shown}")
+    if changed:
+        return mutation()
     lines = [f"Layer 0: with layer 0's weights, {name} gives the model's own output (hidden_states[1]) for all "
              f"{len(river.tokens)} tokens, each of the {want.size} numbers {_bound_words(bound_layer)}."]
 
@@ -383,6 +446,8 @@ def check_your_block(fn, model=None, time_limit=10.0):
             f"Padded with {PADDED_TO - n} [PAD] tokens and given the padding mask (shape {mask.shape}), the river "
             f"sentence's embedding moves (by up to {pad_gap:.2g}): pass mask on to your attention, which must give "
             "a hidden key weight 0."]), bound_layer, bound_model)
+    if changed:
+        return mutation()
     lines.append(f"Padded with {PADDED_TO - n} [PAD] tokens, with the padding mask: the same embedding, "
                  f"{_bound_words(_bound(pad_gap))}. Every layer of the model's forward pass is now yours.")
     return BlockVerdict(True, None, "\n".join(lines), bound_layer, bound_model)
