@@ -336,6 +336,22 @@ def backward_one_row_jacobian(weights, grad_weights):
     return (np.diag(weights) - np.outer(weights, weights)) @ grad_weights    # right for one row only
 
 
+def backward_no_keepdims(weights, grad_weights):
+    return weights * (grad_weights - np.sum(weights * grad_weights, axis=-1))   # right for one row only
+
+
+def backward_no_leading_w(weights, grad_weights):
+    return grad_weights - np.sum(weights * grad_weights, axis=-1, keepdims=True)
+
+
+def backward_g_minus_w_times_g(weights, grad_weights):
+    return grad_weights - weights * grad_weights             # the w in front dropped, w . g read as w * g
+
+
+def backward_unweighted_sum(weights, grad_weights):
+    return weights * (grad_weights - grad_weights.sum(axis=-1, keepdims=True))
+
+
 NAMED = [
     ("split_heads", split_reshape_only, "reshape_without_transpose"), ("split_heads", split_no_swap, "heads_last"),
     ("split_heads", split_interleaved, "interleaved"), ("split_heads", split_fixed_axes, "batch_transpose"),
@@ -361,6 +377,10 @@ NAMED = [
     ("softmax_backward", backward_diagonal, "diagonal_only"), ("softmax_backward", backward_plain_mean, "unweighted_mean"),
     ("softmax_backward", backward_sign, "sign_flipped"), ("softmax_backward", backward_passed, "passed_through"),
     ("softmax_backward", backward_one_row_jacobian, "one_row_only"),
+    ("softmax_backward", backward_no_keepdims, "no_keepdims"),
+    ("softmax_backward", backward_no_leading_w, "leading_weights_missing"),
+    ("softmax_backward", backward_g_minus_w_times_g, "leading_weights_missing"),
+    ("softmax_backward", backward_unweighted_sum, "unweighted_mean"),
 ]
 FAULTS = {"split_heads": SPLIT_FAULTS, "merge_heads": MERGE_FAULTS, "multi_head_attention": MULTI_HEAD_FAULTS,
           "positional_encoding": POSITION_FAULTS, "softmax_backward": BACKWARD_FAULTS}

@@ -404,6 +404,8 @@ def _softmax_backward():
     for shape, size in (((5, 7), 3.0), ((2, 2, 6), 1.0)):
         cases.append(Input(f"random {shape}", f"random rows of shape {shape} (scores of size about {size:g})",
                            rows(rng.normal(0, size, shape), rng.normal(0, 1, shape))))
+    cases.append(Input("square", "4 queries over 4 keys, shape (4, 4): self-attention's square weights",
+                       rows(np.round(rng.normal(0, 1, (4, 4)), 1), np.round(rng.normal(0, 1, (4, 4)), 1))))
     return tuple(cases)
 
 
@@ -421,7 +423,8 @@ POSITIONAL = _positional()
 d_model = 2, (3, 6), then two of random sizes)."""
 SOFTMAX_BACKWARD = _softmax_backward()
 """The inputs of the softmax_backward checker: rows of softmax ``weights`` and ``grad_weights`` of their shape,
-7 in all (one row, one key, 3 rows, a hidden query's row of zeros, a batch, then two of random shapes)."""
+8 in all (one row, one key, 3 rows, a hidden query's row of zeros, a batch, two of random shapes, then square
+(4, 4) rows, where a sum without keepdims broadcasts without an error)."""
 
 
 def _rope():

@@ -12,8 +12,13 @@ misconceptions, each one part of that formula done another way:
 (-w (w . g): the w w^T part alone), ``wrong_axis`` (the sum taken down the
 columns), ``diagonal_only``, ``passed_through``, ``sign_flipped`` (the keys
 of notebook 08's SoftmaxGradientExercise for the same mistakes) and
-``unweighted_mean`` (g minus its plain mean); ``one_row_only`` (the
-Jacobian np.diag(w) - np.outer(w, w) of one row, which fails on a matrix).
+``unweighted_mean`` (g minus its plain mean, or its plain sum: the weights
+left out of the subtracted term), ``leading_weights_missing`` (g - w . g: the
+factor w in front dropped, the dot product written either way); ``one_row_only`` (the Jacobian
+np.diag(w) - np.outer(w, w) of one row, which fails on a matrix) and
+``no_keepdims`` (the sum w . g taken without keepdims=True: right on one row,
+on a square matrix it lines up with the key axis, on any other it raises).
+The battery's square (4, 4) rows tell those two apart.
 """
 
 from __future__ import annotations
@@ -41,8 +46,12 @@ FAULTS = {
         "terms", "You return dL/dw itself, as if the softmax were not there. The gradient goes through the "
         "softmax's Jacobian: w * (g - np.sum(w * g, axis=-1, keepdims=True))."),
     "unweighted_mean": (
-        "terms", "You subtract the plain mean of dL/dw. The term to subtract is the mean weighted by the "
-        "softmax's own weights: np.sum(w * g, axis=-1, keepdims=True)."),
+        "terms", "You subtract a plain mean or sum of dL/dw, without the weights. The term to subtract is the sum "
+        "weighted by the softmax's own weights: np.sum(w * g, axis=-1, keepdims=True)."),
+    "leading_weights_missing": (
+        "terms", "You left out the factor w in front: the gradient is w * (g - np.sum(w * g, axis=-1, "
+        "keepdims=True)), each entry times its own weight (a key with weight 0 gets gradient 0). And w . g is "
+        "one dot product per row, np.sum(w * g, axis=-1, keepdims=True), not w * g."),
     "sign_flipped": (
         "sign", "Your gradient has the wrong sign: J = diag(w) - w w^T, so it is w * (g - sum w g), not "
         "w * (sum w g - g)."),
@@ -50,6 +59,10 @@ FAULTS = {
         "rows", "Your function works on one row of weights but not on a matrix or a batch: np.diag and np.outer "
         "take one row (np.outer flattens a matrix). Work row by row with broadcasting: "
         "w * (g - np.sum(w * g, axis=-1, keepdims=True)) handles any number of rows."),
+    "no_keepdims": (
+        "keepdims", "Sum with keepdims=True, or the sum lines up with the wrong axis: np.sum(w * g, axis=-1) has "
+        "one entry per query, and broadcasting subtracts it along the keys (on a square matrix silently, on any "
+        "other numpy refuses). Right on one row only: np.sum(w * g, axis=-1, keepdims=True)."),
     "wrong_axis": (
         "axis", "Your sum runs down the columns (axis 0 or -2), across queries. Each query's weights are one "
         "softmax, so sum along the last axis: np.sum(w * g, axis=-1, keepdims=True)."),
@@ -62,13 +75,16 @@ def _model(args, faults):
     if "one_row_only" in faults and w.ndim > 1:
         return None                                              # numpy refuses the Jacobian of a matrix
     axes = [0, -2] if "wrong_axis" in faults else [-1]
+    keep = "no_keepdims" not in faults
     out = []
     for axis in axes[: w.ndim]:                                  # axis -2 does not exist for one row
-        dot = np.sum(w * g, axis=axis, keepdims=True)
-        grad = {"missing_sum_term": w * g, "diag_term_missing": -w * dot, "diagonal_only": w * (1 - w) * g,
-                "passed_through": g, "unweighted_mean": w * (g - g.mean(axis=axis, keepdims=True))}.get(
-            next((f for f in faults if FAULTS[f][0] == "terms"), None), w * (g - dot))
-        out.append(-grad if "sign_flipped" in faults else grad)
+        dot = np.sum(w * g, axis=axis, keepdims=keep)
+        term = next((f for f in faults if FAULTS[f][0] == "terms"), None)
+        grads = {"missing_sum_term": [w * g], "diag_term_missing": [-w * dot], "diagonal_only": [w * (1 - w) * g],
+                 "passed_through": [g], "leading_weights_missing": [g - dot, g - w * g],
+                 "unweighted_mean": [w * (g - g.mean(axis=axis, keepdims=keep)),
+                                     w * (g - g.sum(axis=axis, keepdims=keep))]}.get(term, [w * (g - dot)])
+        out += [-grad if "sign_flipped" in faults else grad for grad in grads]
     return out
 
 
