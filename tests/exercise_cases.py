@@ -517,6 +517,7 @@ CASES = {
              "answer = softmax(np.where(causal_mask(3), np.log(W_alone), -np.inf)).sum(axis=1)"),
             ("share_by_count", "answer = [1/3, 2/3, 1]"),
             ("hidden_share", "answer = np.triu(W_alone, k=1).sum(axis=1)"),
+            ("terms_not_summed", "answer = np.where(causal_mask(3), W_alone, 0.0)"),   # the matrix, rows not summed
             ("rounded", "answer = [0.3, 0.57, 1.0]"),
             ("shape", "answer = [0.302, 0.566]"),
             ("different", "answer = [0.5, 0.5, 1.0]"),

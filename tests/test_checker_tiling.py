@@ -680,3 +680,51 @@ def test_a_mutation_beside_a_wrong_output_is_said_on_its_own_line():
 
     verdict = diagnose(fn, piece="kv_cache_step")
     assert not verdict.correct and "\nAlso, it changes its input cache_keys in place" in verdict.text, verdict.text
+
+
+def _workbook_with(step):
+    """A workbook namespace: the worked tiled_attention (which calls online_softmax_update) beside ``step``."""
+    from helpers.exercises.solutions import workbook_source
+    namespace = {}
+    exec(compile(workbook_source(), "workbook.py", "exec"), namespace)
+    namespace["the_learners_step"] = step
+    source = ("def online_softmax_update(running_max, running_sum, acc, scores, V_block):\n"
+              "    return the_learners_step(running_max, running_sum, acc, scores, V_block)\n\n"
+              "def tiled_attention(Q, K, V, block_size):\n"
+              "    m = np.full(Q.shape[:-1], -np.inf)\n"
+              "    l, acc = np.zeros(Q.shape[:-1]), np.zeros(Q.shape[:-1] + V.shape[-1:])\n"
+              "    for start in range(0, K.shape[-2], block_size):\n"
+              "        s = Q @ np.swapaxes(K[..., start:start + block_size, :], -1, -2) / np.sqrt(K.shape[-1])\n"
+              "        m, l, acc = online_softmax_update(m, l, acc, s, V[..., start:start + block_size, :])\n"
+              "    return acc / l[..., None]\n")
+    exec(compile(source, "workbook.py", "exec"), namespace)
+    return namespace["tiled_attention"]
+
+
+def test_a_right_loop_calling_a_wrong_step_is_told_the_fault_is_in_the_step():
+    right_loop = _workbook_with(WORKED["online_softmax_update"])
+    assert diagnose(right_loop, piece="tiled_attention").correct
+    verdict = diagnose(_workbook_with(step_acc_not_rescaled), piece="tiled_attention")
+    assert verdict.mistake == "acc_not_rescaled", verdict.text
+    assert verdict.text.startswith("The fault is in your online_softmax_update, which your tiled_attention calls")
+    assert FAULTS["acc_not_rescaled"] in verdict.text
+
+
+def test_the_step_is_blamed_through_a_closure_too_and_never_when_it_is_right():
+    verdict = diagnose(tiled_with(step_sum_not_rescaled), piece="tiled_attention")
+    assert verdict.mistake == "sum_not_rescaled"
+    assert verdict.text.startswith("The fault is in your step_sum_not_rescaled, which your tiled calls"), verdict.text
+
+    def online_softmax_update(m, l, acc, s, V_block):      # right: the loop's own fault stays its own
+        return WORKED["online_softmax_update"](m, l, acc, s, V_block)
+
+    def tiled_attention(Q, K, V, block_size):             # rescales nothing itself: the acc of the step is dropped
+        m = np.full(Q.shape[:-1], -inf)
+        l, acc = np.zeros(Q.shape[:-1]), np.zeros(Q.shape[:-1] + V.shape[-1:])
+        for start in range(0, K.shape[-2], block_size):
+            s = Q @ np.swapaxes(K[..., start:start + block_size, :], -1, -2) / np.sqrt(K.shape[-1])
+            new, l, step_acc = online_softmax_update(m, l, np.zeros_like(acc), s, V[..., start:start + block_size, :])
+            acc, m = acc + step_acc, new
+        return acc / l[..., None]
+    verdict = diagnose(tiled_attention, piece="tiled_attention")
+    assert verdict.mistake == "acc_not_rescaled" and "The fault is in your" not in verdict.text, verdict.text

@@ -522,3 +522,36 @@ def test_a_wrong_function_no_mistake_explains_is_different(piece, fn):
     verdict = diagnose(fn, piece=piece)
     assert verdict.mistake == "different", verdict.text
     assert "yours" in verdict.text and "expected" in verdict.text
+
+
+# --------------------------------------------------------------------------
+# A workbook saved with a SyntaxError: autoreload keeps the previous save's function
+# --------------------------------------------------------------------------
+
+def test_a_workbook_saved_with_a_syntax_error_stops_diagnose_with_its_line(tmp_path, monkeypatch):
+    import importlib
+    (tmp_path / "workbook_saved.py").write_text(workbook_source().replace(
+        'raise NotImplementedError("softmax: not written yet")', "return WORKED_SOFTMAX(x, axis)", 1)
+        + "\nfrom helpers.exercises.solutions import WORKED\nWORKED_SOFTMAX = WORKED['softmax']\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("workbook_saved")
+    try:
+        assert diagnose(module.softmax, piece="softmax").correct           # the previous save, right
+        lines = (tmp_path / "workbook_saved.py").read_text(encoding="utf-8").splitlines()
+        bad = len(lines) + 1
+        (tmp_path / "workbook_saved.py").write_text("\n".join(lines) + "\ndef attention(Q, K, V\n", encoding="utf-8")
+        verdict = diagnose(module.softmax, piece="softmax")                # the loaded function is still right
+        assert verdict.correct is False and verdict.mistake == "syntax_error", verdict.text
+        assert f"workbook_saved.py has a SyntaxError at line {bad}" in verdict.text
+        assert "previous save" in verdict.text and "Correct" not in verdict.text
+        assert diagnose(module.attention).mistake == "syntax_error"      # every piece of that file
+    finally:
+        sys.modules.pop("workbook_saved", None)
+
+
+def test_a_function_of_a_notebook_cell_or_of_a_module_that_compiles_is_checked_as_usual():
+    ns = {"__name__": "__main__"}
+    exec("def my_softmax(x, axis=-1):\n    return x\n", ns)
+    assert diagnose(ns["my_softmax"], piece="softmax").mistake != "syntax_error"
+    assert diagnose(softmax, piece="softmax").correct                       # helpers.attention compiles
+    assert diagnose(np.exp, piece="softmax").mistake != "syntax_error"       # no Python source at all

@@ -413,6 +413,38 @@ def test_odd_functions_are_named(fn, key):
     assert verdict.mistake == key, verdict.text
 
 
+def filled_with_minus_1e9(Q, K, V, mask=None):
+    """Right, the way many learners write it: hidden scores filled with -1e9, and (output, weights) returned.
+    A query with no key left gets even weights 1/n_k (and the mean of V) instead of zeros."""
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -1e9)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    return weights @ V, weights
+
+
+def test_a_minus_1e9_fill_returning_its_weights_passes_and_is_told_its_empty_rows_differ():
+    # Its output is accepted on the rows that count, so its weights are too: it must never be told that its
+    # weights are not the ones its output came from (a learner's report: "return weights @ V, weights", which
+    # the code already did).
+    case = next(c for c in BATTERY if c.mask is not None and not np.broadcast_to(c.mask, c.mask.shape).any(-1).all())
+    _, weights = filled_with_minus_1e9(case.Q, case.K, case.V, case.mask)
+    assert not np.allclose(weights, scaled_dot_product_attention(case.Q, case.K, case.V, mask=case.mask)[1])
+    verdict = diagnose(filled_with_minus_1e9)
+    assert verdict.correct, verdict.text
+    assert "weights it returns" not in verdict.text
+    assert "spreads its weight evenly" in verdict.text and "gives zeros there" in verdict.text
+    assert "spreads its weight evenly" not in diagnose(right).text
+
+
+def test_weights_wrong_on_a_row_that_counts_are_still_named():
+    def weights_of_the_wrong_row(Q, K, V, mask=None):
+        out, w = right(Q, K, V, mask)
+        return out, np.flip(w, axis=-2)
+    assert diagnose(weights_of_the_wrong_row).mistake == "weights_wrong"
+
+
 def test_printing_is_kept_out_of_sight_and_does_not_fault_a_right_function(capsys):
     verdict = diagnose(prints)
     assert verdict.correct

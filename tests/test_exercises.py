@@ -566,6 +566,10 @@ def test_the_row_sums_checker_computes_its_answer_and_mistakes_from_its_inputs()
     assert ex.feedback([1, 1]).mistake == "rows_sum_to_one"
     assert ex.feedback([0.5, 1.0]).mistake == "share_by_count"      # 1 of 2 keys, then 2 of 2
     assert ex.feedback([0.8, 0.0]).mistake == "hidden_share"
+    # The zeroed matrix itself, handed in before its rows are summed: named, not "Wrong shape".
+    zeroed = ex.feedback([[0.2, 0.0], [0.6, 0.4]])
+    assert zeroed.mistake == "terms_not_summed" and "sum each row" in zeroed.text, zeroed.text
+    assert ex.feedback([[0.2, 0.8], [0.6, 0.4]]).mistake != "terms_not_summed"   # the unmasked weights: not it
     # A padding mask hiding key 2 from every query: each row keeps 1 minus its weight on key 2.
     w = np.array([[0.5, 0.25, 0.25], [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]])
     pad = MaskedRowSumsExercise(w, np.array([True, True, False]))

@@ -78,6 +78,21 @@ def test_a_stub_is_not_attempted_and_the_model_is_not_run(model):
     assert v.mistake == "not_attempted" and v.bound is None and v.cosine is None
 
 
+def test_a_workbook_saved_with_a_syntax_error_is_told_so_and_the_model_is_not_run(model, tmp_path, monkeypatch):
+    import importlib
+    import sys
+    (tmp_path / "workbook_broken.py").write_text("def attention(Q, K, V, mask=None):\n    return Q\n",
+                                                 encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("workbook_broken")
+    try:
+        (tmp_path / "workbook_broken.py").write_text("def attention(Q, K, V, mask=None:\n", encoding="utf-8")
+        v = run_with_your_attention(module.attention, model)
+        assert v.mistake == "syntax_error" and "at line 1" in v.text and v.bound is None and v.cosine is None
+    finally:
+        sys.modules.pop("workbook_broken", None)
+
+
 @pytest.mark.parametrize("fn", [
     lambda Q, K, V, mask=None: None,
     lambda Q, K, V, mask=None: "text",

@@ -81,7 +81,9 @@ CASES = {
         ("not_rescaled", [1.061, 2.0]),
         ("factor_upside_down", [S_RIVER, 1 / F + 1]),
         ("old_max_kept", [S_THE, 1 + math.exp(S_RIVER - S_THE)]),
-        ("max_not_subtracted", [S_RIVER, F + math.exp(S_RIVER)]),
+        ("no_max_subtraction", [S_RIVER, F + math.exp(S_RIVER)]),
+        ("no_max_subtraction", [S_RIVER, math.exp(S_THE) + math.exp(S_RIVER)]),   # nothing shifted: e^m l + e^s
+        ("no_max_subtraction", [1.061, math.exp(0.159) + math.exp(1.061)]),  # the same, from the printed m and score
         ("scores_not_exponentiated", [S_RIVER, F + 0.0]),
         ("old_max_in_answer", [S_THE, F + 1]),             # the right l beside the old m
         ("old_sum_dropped", [S_RIVER, 1.0]),                # exp(s_river - m') = exp(0) = 1 alone
@@ -107,7 +109,7 @@ PHRASES = {
     None: "Correct!", "one_head_one_layer": "one head of one layer", "heads_forgotten": "but not the heads",
     "layers_forgotten": "but not the layers", "linear_count": "grows like n", "causal_half": "causal mask keeps",
     "not_rescaled": "as it was", "factor_upside_down": "exp(m' - m)", "old_max_kept": "kept the old maximum",
-    "max_not_subtracted": "without subtracting", "scores_not_exponentiated": "the scores themselves",
+    "no_max_subtraction": "without subtracting", "scores_not_exponentiated": "the scores themselves",
     "keys_only": "the factor 2", "cache_heads_forgotten": "left out the heads",
     "cache_layers_forgotten": "left out the layers", "cache_n_squared": "counts n × n",
     "cache_tokens_forgotten": "left out the tokens", "old_max_in_answer": "still the old maximum",
@@ -169,7 +171,7 @@ def test_an_instructor_who_changes_the_inputs_changes_nothing_else():
     step = OnlineSoftmaxStepExercise(3.0, 1.5, [2.0, 1.0])
     assert np.allclose(step.expected, [3.0, 1.5 + math.exp(-1) + math.exp(-2)])
     # The rescaling mistakes need a move; the others stay (l' = 2.0 differs from m' = 3, so a swap is named).
-    assert step.mistakes == ["old_sum_dropped", "m_and_l_swapped", "max_not_subtracted", "scores_not_exponentiated"]
+    assert step.mistakes == ["old_sum_dropped", "m_and_l_swapped", "no_max_subtraction", "scores_not_exponentiated"]
     assert step.feedback([3.0, math.exp(-1) + math.exp(-2)]).text == (
         "Your l counts only the new block; the old sum stays in it.")
     assert "np.array" not in step.feedback(list(step.expected)).text      # the question asks for a list

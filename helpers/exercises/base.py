@@ -153,7 +153,7 @@ class _NumericExercise(_Exercise):
     @property
     def mistakes(self):
         """The keys of the mistakes these inputs can tell apart, in the order they are checked."""
-        return [key for key, _, _ in self._variants]
+        return list(dict.fromkeys(key for key, _, _ in self._variants))    # a mistake of two forms: once
 
     def _close(self, a, b):
         """a matches b: within atol, or the same infinity, or a fill of MASKED_FILL or below where b is -inf."""

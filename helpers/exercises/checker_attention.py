@@ -334,6 +334,9 @@ def _verdict(fn, runs, masks, batches):
         untaught = [] if masks and batches else [w for w, on in (("masks", masks), ("batches", batches)) if not on]
         text = (f"Correct! {name} gives the right output on all {len(runs)} inputs "
                 f"({', '.join(run.case.name for run in runs)}).")
+        if any(not _empty_rows_as_the_course(run) for run in runs):
+            text += (" (Where a query has no key left, yours spreads its weight evenly, as a fill of -1e9 does; "
+                     "the course's function gives zeros there. No query reads such a row, so both pass.)")
         if untaught:
             text += f" ({' and '.join(untaught).capitalize()} were not tried: you meet them in notebook 04.)"
         if any(run.printed for run in runs):
@@ -379,12 +382,22 @@ def _care(case):
 
 
 def _same_weights(run):
+    """The returned weights are the attention weights on every row that counts (:func:`_care`): a query with
+    no key left may get any finite weights, as its output may (a -1e9 fill spreads them evenly)."""
     _, expected = _expected(run.case)
     w = run.weights
     if w is None or w.shape != expected.shape:
         return False
-    with np.errstate(all="ignore"):
-        return bool(np.allclose(w, expected, rtol=RTOL, atol=ATOL))
+    return matches(w, expected, _care(run.case))
+
+
+def _empty_rows_as_the_course(run):
+    """False when a query with no key left got other numbers than the course's zeros (output or weights)."""
+    care = _care(run.case)
+    if care is None or care.all():
+        return True
+    out, weights = _expected(run.case)
+    return matches(run.out, out) and (run.weights is None or matches(run.weights, weights))
 
 
 def _returned_weights(run):

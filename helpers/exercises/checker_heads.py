@@ -29,7 +29,6 @@ axis (B, 1, 1, n).
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import numpy as np
 
@@ -38,7 +37,7 @@ from helpers.course import BUILT_IN
 from helpers.exercises import checker_numeric
 from helpers.exercises.battery import ATTENTION, MERGE_HEADS, MULTI_HEAD, SPLIT_HEADS
 from helpers.exercises.checker_attention import MASK_NAMES
-from helpers.exercises.runner import call, fn_name, matches, parameter, read_numbers
+from helpers.exercises.runner import call, fn_name, functions_called, matches, parameter, read_numbers
 
 __all__ = ["SPLIT_FAULTS", "MERGE_FAULTS", "MULTI_HEAD_FAULTS", "SPLIT", "MERGE", "MULTI"]
 
@@ -190,28 +189,6 @@ MERGE = checker_numeric.Piece(
 # The attention a multi-head function calls: is the mask fault its own, or that attention's?
 # --------------------------------------------------------------------------
 
-def _attentions_called(fn):
-    """The functions ``fn`` names in its code whose name says they are attention, other than fn itself: a
-    global (``attention``) or a module's attribute (``workbook.attention``). Empty when its code is unreadable."""
-    code, names_space = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
-    if not isinstance(code, types.CodeType) or not isinstance(names_space, dict):
-        return []
-    names, codes = set(), [code]
-    while codes:                                    # nested functions and comprehensions too
-        c = codes.pop()
-        names |= set(c.co_names)
-        codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    found = []
-    for name in sorted(names):
-        obj = names_space.get(name)
-        objs = [obj]
-        if isinstance(obj, types.ModuleType):
-            objs = [vars(obj).get(attr) for attr in sorted(names)]
-        found += [f for f in objs if isinstance(f, types.FunctionType) and f is not fn and f not in found
-                  and "attention" in f.__name__.lower()]
-    return found
-
-
 def _mask_fault_of(attention, time_limit):
     """'ignores' when ``attention`` (Q, K, V, mask) is attention that gives the unmasked output under a causal
     mask, 'takes no mask' when it has no mask argument (and is right without one); None otherwise."""
@@ -237,7 +214,7 @@ def _blame_the_attention(fn, verdict, time_limit):
     no_place = keys == ["no_mask_argument"] or keys == ["raised"] and "It raised TypeError" in verdict.text
     if "mask_ignored" not in keys and not (no_place and parameter(fn, MASK_NAMES, 6, default_none=True) is not None):
         return verdict
-    for attention in _attentions_called(fn):
+    for attention in functions_called(fn, lambda name: "attention" in name.lower()):
         fault = _mask_fault_of(attention, time_limit)
         if fault is None or fault == "ignores" and "mask_ignored" not in keys:
             continue

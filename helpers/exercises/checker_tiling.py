@@ -20,11 +20,14 @@ with one part done the way a learner with that misconception does it
 run the same faulty step through the whole loop over key blocks. A checker
 names the simplest model (one mistake, then two, joined with "+") that gives
 what the function gave on every input of its battery
-(helpers/exercises/battery.py).
+(helpers/exercises/battery.py). When a wrong tiled_attention calls an
+online_softmax_update (``workbook.online_softmax_update``) that is wrong on
+its own battery, the verdict first says the fault is in that step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -33,8 +36,8 @@ from helpers.attention import scaled_dot_product_attention
 from helpers.exercises.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
 from helpers.exercises.feedback import _read
 from helpers.exercises.runner import (
-    ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, failed, fmt_pair, fn_name, mutation_words,
-    not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
+    ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, failed, fmt_pair, fn_name, functions_called,
+    mutation_words, not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
 )
 from helpers.tiling import KVCache, online_softmax_update
 
@@ -469,11 +472,32 @@ def check_tiled(fn, time_limit):
         return args + [("block_size", case.args["block_size"])], {}
 
     runs = _run_all(fn, TILED_ATTENTION, args_of, time_limit, lambda value: _read_output(value, pair=True))
-    return _verdict_of_output(
+    verdict = _verdict_of_output(
         fn, runs, "tiled_attention", _right_tiled, TILED_KEYS, _agrees_tiled,
         "the output has one row per query and one column per value feature, (..., n_q, d_v).",
         "Compare it with scaled_dot_product_attention block by block: the running max, the factor exp(m - m'), "
         "the final division by the running sum.", ["Q", "K", "V"])
+    return _blame_the_step(fn, verdict, time_limit)
+
+
+def _blame_the_step(fn, verdict, time_limit):
+    """The verdict, told where the fault is when the online_softmax_update that ``fn`` calls
+    (``workbook.online_softmax_update``) is itself wrong: a rescaling key of the loop is then the step's."""
+    if verdict.correct or verdict.mistake in ("not_attempted", "too_slow", "mutates_inputs"):
+        return verdict
+    keys = set(verdict.mistake.split("+"))
+    for step in functions_called(fn, lambda name: any(w in name.lower() for w in ("online_softmax", "update", "step"))):
+        own = check_online_step(step, time_limit)
+        if own.correct or own.mistake in ("not_attempted", "too_slow"):
+            continue
+        name, callee = fn_name(fn), fn_name(step)
+        same = set(own.mistake.split("+")) == keys
+        told = (f"The fault is in your {callee}, which your {name} calls"
+                + (f": checked on its own it makes the same mistake ({own.mistake}): fix it there" if same else
+                   f": checked on its own it is wrong ({own.mistake}): fix it first")
+                + f", in workbook.py. diagnose(workbook.{callee}, piece=\"online_softmax_update\") shows it alone.\n")
+        return dataclasses.replace(verdict, text=told + verdict.text)
+    return verdict
 
 
 # --------------------------------------------------------------------------

@@ -92,6 +92,14 @@ class OnlineSoftmaxStepExercise(_NumericExercise):
         self.asks_for_a_list = True                # the notebook asks for [m_new, l_new]
         moved = new != m
         block_sum = np.exp(s - new).sum()
+
+        def unshifted_forms(total):
+            """[m', total] from the inputs, and from the inputs as printed to 3 decimals when that differs: an
+            exp of an unshifted score turns the rounding of a score typed by hand into more than atol."""
+            with np.errstate(over="ignore"):
+                exact, typed = total(m, s), total(round(m, 3), np.round(s, 3))
+            return [[new, v] for v in ([exact] if abs(typed - exact) <= self.atol else [exact, typed])
+                    if np.isfinite(v)]
         new_key = "the new key" if s.size == 1 else "the new block"
         variants = [
             ("old_max_in_answer",
@@ -113,9 +121,15 @@ class OnlineSoftmaxStepExercise(_NumericExercise):
              f"You kept the old maximum {_fmt(m)}. The running maximum becomes the larger of it and the block's "
              f"largest score, and both parts of the sum are measured against that.",
              [m, l + np.exp(s - m).sum()] if moved else None),
-            ("max_not_subtracted",
-             "You added exp(score) for the new scores, without subtracting the new maximum: each new term is "
-             "exp(score - m').", [new, factor * l + np.exp(s).sum()]),
+            *[("no_max_subtraction",
+               "You added exp(score) for the new scores, without subtracting the new maximum: each new term is "
+               "exp(score - m').", value) for value in unshifted_forms(lambda m, s: factor * l + np.exp(s).sum())],
+            # the sum of exp(score) over every key so far, nothing shifted
+            *[("no_max_subtraction",
+               f"Your l is {_fmt(value[1])}, the plain sum of exp(score) over every key so far (e^{_fmt(m)} × "
+               f"{_fmt(l)} + the new terms), without subtracting any maximum. Measure each term against the "
+               "running max: l' = exp(m - m') × l + exp(score - m') per new score.", value)
+              for value in unshifted_forms(lambda m, s: np.exp(m) * l + np.exp(s).sum())],
             ("scores_not_exponentiated",
              "You added the scores themselves. The running sum adds exp(score - m') for each new score.",
              [new, factor * l + (s - new).sum()]),

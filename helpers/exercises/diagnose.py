@@ -45,7 +45,10 @@ background until the kernel is restarted; ``diagnose`` says so.
 
 from __future__ import annotations
 
+import inspect
 import numbers
+import os
+import sys
 
 import numpy as np
 
@@ -53,7 +56,7 @@ from helpers.exercises import checker_attention, checker_masks, checker_softmax
 from helpers.exercises import checker_backward, checker_heads, checker_positions, checker_tiling
 from helpers.exercises import checker_rope
 from helpers.exercises.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
-from helpers.exercises.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, safe_str  # noqa: F401 (re-exported)
+from helpers.exercises.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, fn_name, safe_str  # noqa: F401 (re-exported)
 
 __all__ = ["diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES"]
 
@@ -109,7 +112,9 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
     against the course's function; masks exactly); otherwise ``.mistake`` is
     a misconception key (INSTRUCTORS.md lists them), one of the keys every
     piece shares (not_attempted, too_slow, mutates_inputs, low_precision,
-    exit, raised, returned_none, not_numbers, nan_inf, wrong_shape), or
+    exit, raised, returned_none, not_numbers, nan_inf, wrong_shape;
+    syntax_error, with no verdict, when the file that defines fn, such as
+    workbook.py, no longer compiles), or
     "different" when the output is wrong in a way no named mistake explains;
     ``.text`` says how to fix it, on which input the function first went
     wrong, and shows its output beside the expected one.
@@ -137,6 +142,9 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
                          f"diagnose needs your function itself, and got {safe_str(type(fn).__name__)}. Write "
                          f"diagnose(my_{piece}): the name of the function, with no parentheses after it.",
                          None, piece)
+    unsaved = _syntax_error(fn, piece)
+    if unsaved is not None:
+        return unsaved
     try:
         return check(fn, float(time_limit), **{k: bool(v) for k, v in options.items()})
     except KeyboardInterrupt:
@@ -146,3 +154,34 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         return Diagnosis(False, "not_diagnosed",
                          f"diagnose could not finish ({safe_str(type(exc).__name__)}). Run your function on a "
                          "small input yourself and compare it with the course's own.", None, piece)
+
+
+def _syntax_error(fn, piece):
+    """The verdict ``syntax_error`` when the file that defines ``fn`` (workbook.py) no longer compiles; else None.
+
+    After a save with a SyntaxError, autoreload prints a traceback and keeps the function of the previous save,
+    so checking ``fn`` would judge code that is no longer in the file. Only a module's own .py file that exists
+    is read (not a function of a notebook cell); anything else that goes wrong reading it gives None."""
+    try:
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        path = getattr(module, "__file__", None) if getattr(module, "__name__", "__main__") != "__main__" else None
+        if not isinstance(path, str) or not path.endswith(".py") or not os.path.isfile(path):
+            return None
+        source = inspect.getsourcefile(fn)
+        if source is not None and os.path.realpath(source) != os.path.realpath(path):
+            return None
+        with open(path, "rb") as file:
+            compile(file.read(), path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        name, line = os.path.basename(path), exc.lineno
+        where = f" at line {line}" if isinstance(line, int) else ""
+        shown = (exc.text or "").strip()
+        return Diagnosis(False, "syntax_error",
+                         f"{name} has a SyntaxError{where}"
+                         + (f" ({safe_str(exc.msg)}: {safe_str(shown)})" if shown else f" ({safe_str(exc.msg)})")
+                         + f". Fix it and save, then run this cell again. Until it compiles, the {fn_name(fn)} "
+                         "the notebook holds is the one of your previous save, so diagnose does not check it.",
+                         None, piece)
+    except BaseException:   # an unreadable file, an odd fn: check the function as it is
+        return None
+    return None

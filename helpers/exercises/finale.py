@@ -104,7 +104,7 @@ def run_with_your_attention(fn, model=None):
     1e-4 (float32 arithmetic allowed).
     """
     verdict = diagnose(fn)
-    if verdict.mistake in ("not_attempted", "not_a_function", "too_slow", "interrupted", "exit"):
+    if verdict.mistake in ("not_attempted", "not_a_function", "too_slow", "interrupted", "exit", "syntax_error"):
         return ModelVerdict(False, verdict.mistake, verdict.text)
     model = load_minilm() if model is None else model
     course = [model.run(s) for s in SENTENCES]

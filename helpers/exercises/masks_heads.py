@@ -269,7 +269,8 @@ class MaskedRowSumsExercise(_NumericExercise):
     ``np.where(mask, weights, 0).sum(axis=-1)``, one number per query. The
     checker names the prediction that every row still sums to 1 (what
     masking *before* the softmax gives), a share by the count of allowed
-    keys, and the weight that was removed instead of what is left.
+    keys, the weight that was removed instead of what is left, and the
+    zeroed (n_q, n_k) matrix itself, its rows not summed (``terms_not_summed``).
     labels: the queries' tokens, for the feedback. names: the notebook's
     names for "weights" and "mask", for the solution.
     Raises ValueError, naming the argument, for weights that are not a
@@ -308,6 +309,9 @@ class MaskedRowSumsExercise(_NumericExercise):
             ("hidden_share",
              "That is the weight the zeroing removed. The row sum is what is left: the unmasked weights of the "
              "keys the row may read, added up.", 1.0 - kept),
+            ("terms_not_summed",
+             f"That is the matrix, the hidden weights zeroed after the softmax, and you did not add them up: now "
+             f"sum each row, .sum(axis=-1), one number per query ({n_q} in all).", np.where(mask, weights, 0.0)),
         ])
         names = _Names(names, {"weights": "weights", "mask": "mask"})
         self.hint_text = ("A zeroed weight adds nothing to its row, and nothing divides the row again afterwards. "

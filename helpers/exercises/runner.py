@@ -20,6 +20,7 @@ import contextlib
 import inspect
 import io
 import threading
+import types
 import warnings
 from dataclasses import dataclass
 
@@ -189,6 +190,39 @@ def matches(out, expected, care=None, rtol=RTOL, atol=ATOL):
     if care is None:
         return bool(same.all())
     return bool(np.all(same.all(axis=-1) | ~care))
+
+
+def functions_called(fn, named):
+    """The functions ``fn`` names in its code for which ``named(their __name__)`` is true, other than fn itself:
+    a global (``attention``), a module's attribute (``workbook.attention``) or a function it closes over.
+    Empty when its code is unreadable.
+
+    (multi_head_attention's checker asks this of the attention it calls, tiled_attention's of its
+    online_softmax_update, to tell a fault of the called piece from one of the caller.)"""
+    code, names_space = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if not isinstance(code, types.CodeType) or not isinstance(names_space, dict):
+        return []
+    names, codes = set(), [code]
+    while codes:                                    # nested functions and comprehensions too
+        c = codes.pop()
+        names |= set(c.co_names)
+        codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    found = []
+    for name in sorted(names):
+        obj = names_space.get(name)
+        objs = [obj]
+        if isinstance(obj, types.ModuleType):
+            objs = [vars(obj).get(attr) for attr in sorted(names)]
+        found += [f for f in objs if isinstance(f, types.FunctionType) and f is not fn and f not in found
+                  and named(f.__name__)]
+    for cell in getattr(fn, "__closure__", None) or ():     # a function it closes over
+        try:
+            f = cell.cell_contents
+        except ValueError:                          # an empty cell
+            continue
+        if isinstance(f, types.FunctionType) and f is not fn and f not in found and named(f.__name__):
+            found.append(f)
+    return found
 
 
 # --------------------------------------------------------------------------
