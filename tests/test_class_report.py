@@ -10,6 +10,7 @@ import os
 import re
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -39,22 +40,52 @@ def ours():
     return {p.name for p in Path(tempfile.gettempdir()).glob("class_report_*")}
 
 
-def run_all(folder, **limits):
-    return [report.run_handin(s, nb, wb, **limits) for s, nb, wb in report.find_handins(folder)]
-
-
 # --------------------------------------------------------------------------
 # The sample hand-ins (the instructors' guide's example uses the same script)
 # --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def sample_results(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("handins")
-    samples.make(folder, notebooks=["07_limits"])
-    before = digest(folder)
-    results = run_all(folder, notebook_time=120, cell_time=60)
-    assert digest(folder) == before, "the report changed a hand-in"
-    return folder, results
+def runs(tmp_path_factory):
+    """Every hand-in of this module run once, side by side, each with its own time limits: the two samples,
+    the hostile ones, and one that never ends (its kernel's pid in a file of the test's)."""
+    top = tmp_path_factory.mktemp("report")
+    sample_folder, hostile_folder, slow_folder = top / "samples", top / "hostile", top / "slow"
+    samples.make(sample_folder, notebooks=["07_limits"])
+    make_hostile(hostile_folder)
+    outside, pid_file = top / "outside.txt", top / "kernel.pid"
+    outside.write_text("the instructor's file")
+    handin(slow_folder, "carol", [
+        f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))",
+        "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass",
+    ])
+    folders = (sample_folder, hostile_folder, slow_folder)
+    before, temporary = [digest(f) for f in folders], ours()
+    limits = {sample_folder: (120, 60), hostile_folder: (120, 5), slow_folder: (15, 2)}
+    jobs = [(h, *limits[f]) for f in folders for h in report.find_handins(f)]
+
+    def timed(handin, notebook_time, cell_time):
+        started = time.monotonic()
+        return report.run_handin(*handin, notebook_time, cell_time), time.monotonic() - started
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        done = list(pool.map(lambda job: timed(*job), jobs))
+    assert [digest(f) for f in folders] == before, "the report changed a hand-in"
+    assert outside.read_text() == "the instructor's file"
+    assert ours() == temporary, "the report left temporary folders behind"
+    by_folder = {f: [(r, t) for (h, *_), (r, t) in zip(jobs, done) if h[1].is_relative_to(f)] for f in folders}
+    return {"samples": [r for r, _ in by_folder[sample_folder]],
+            "hostile": {r["student"]: r for r, _ in by_folder[hostile_folder]},
+            "slow": (by_folder[slow_folder][0], pid_file)}
+
+
+@pytest.fixture(scope="module")
+def sample_results(runs):
+    return runs["samples"]
+
+
+@pytest.fixture(scope="module")
+def hostile(runs):
+    return runs["hostile"]
 
 
 def checkers_of(notebook):
@@ -64,7 +95,7 @@ def checkers_of(notebook):
 
 
 def test_the_right_sample_is_right_everywhere_and_the_wrong_one_names_a_mistake_everywhere(sample_results):
-    _, results = sample_results
+    results = sample_results
     by_student = {r["student"]: r for r in results}
     expected = {f"07_limits:{name}" for name in checkers_of("07_limits")}
     assert len(expected) == 2
@@ -78,7 +109,7 @@ def test_the_right_sample_is_right_everywhere_and_the_wrong_one_names_a_mistake_
 
 
 def test_the_table_counts_and_the_csv_rows(sample_results, tmp_path):
-    _, results = sample_results
+    results = sample_results
     text = report.report(results)
     for exercise in checkers_of("07_limits"):
         line = next(line for line in text.splitlines() if line.startswith(f"07_limits:{exercise} "))
@@ -92,6 +123,19 @@ def test_the_table_counts_and_the_csv_rows(sample_results, tmp_path):
     assert sorted(map(tuple, rows[1:])) == sorted(
         [("sample_right", "07_limits", e, "correct", "") for e in wrong]
         + [("sample_wrong", "07_limits", e, "wrong", m) for e, (_, m) in wrong.items()])
+
+
+def test_the_guides_example_shows_what_the_report_prints_for_these_hand_ins(sample_results):
+    # INSTRUCTORS.md's example ran on 04_masking and 07_limits; its 07 lines must be what 07 gives now
+    guide = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
+    example = guide.split("<!-- class report example: begin -->", 1)[1].split("<!-- class report example: end -->")[0]
+    printed = report.report(sample_results).splitlines()
+    for name in checkers_of("07_limits"):
+        mine = [" ".join(line.split()) for line in printed if f"07_limits:{name}" in line]
+        shown = [" ".join(line.split()) for line in example.splitlines() if f"07_limits:{name}" in line]
+        assert mine and mine == shown, (mine, shown)
+    rows = [" ".join(line.split()) for line in example.splitlines() if line.startswith("sample_") and "07_limits" in line]
+    assert rows == [" ".join(line.split()) for line in printed if line.startswith("sample_")]
 
 
 def test_the_sample_notebooks_stay_copies_of_the_course_with_only_the_answers_filled(tmp_path):
@@ -125,12 +169,7 @@ def handin(folder, student, cells, workbook=None):
         (folder / student / "workbook.py").write_text(workbook)
 
 
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
-    top = tmp_path_factory.mktemp("hostile")
-    folder, outside = top / "handins", top / "outside.txt"
-    outside.write_text("the instructor's file")
-    folder.mkdir()
+def make_hostile(folder):
     handin(folder, "alice", [
         SETUP,
         "ex.check(6.0)",                                            # doubled ...
@@ -145,12 +184,6 @@ def hostile(tmp_path_factory):
     ], WORKBOOK)
     handin(folder, "bob", [SETUP, "while True:\n    pass", "ex.check(9.0)"])
     (folder / "dave.ipynb").write_bytes(b"\x00\xffnot a notebook")
-    before, temporary = digest(folder), ours()
-    results = {r["student"]: r for r in run_all(folder, notebook_time=120, cell_time=3)}
-    assert digest(folder) == before, "the report changed a hand-in"
-    assert outside.read_text() == "the instructor's file"
-    assert ours() == temporary, "the report left temporary folders behind"
-    return results
 
 
 def test_the_last_check_of_each_exercise_counts(hostile):
@@ -181,17 +214,9 @@ def test_an_unreadable_notebook_is_reported_on_its_row(hostile):
     assert ("bob", "01_river_bank", "01_river_bank:ex_other", "not_checked", "") in rows   # bob never checked it
 
 
-def test_a_notebook_over_its_time_limit_is_stopped_with_its_kernel(tmp_path):
-    folder, pid_file = tmp_path / "handins", tmp_path / "kernel.pid"
-    folder.mkdir()
-    handin(folder, "carol", [
-        f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))",
-        "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass",
-    ])
-    started = time.monotonic()
-    (carol,) = run_all(folder, notebook_time=12, cell_time=2)
-    assert time.monotonic() - started < 40
-    assert "timed_out" in carol["problems"]
+def test_a_notebook_over_its_time_limit_is_stopped_with_its_kernel(runs):
+    (carol, seconds), pid_file = runs["slow"]
+    assert "timed_out" in carol["problems"] and seconds < 15 + 10
     pid = int(pid_file.read_text())
     for _ in range(50):                       # SIGKILL is sent; the process may take a moment to go
         try:

@@ -1,6 +1,6 @@
 """A class's hand-ins, run and tallied: per exercise how many are right, which named mistakes, who did not try.
 
-Usage: .venv/bin/python tools/class_report.py FOLDER [--csv FILE] [--notebook-time S] [--cell-time S]
+Usage: .venv/bin/python tools/class_report.py FOLDER [--csv FILE] [--notebook-time S] [--cell-time S] [--jobs N]
 
 FOLDER holds one folder per student (its name is the student's), each with
 the student's copies of course notebooks (``04_masking.ipynb``, executed or
@@ -11,7 +11,8 @@ subprocess, in a temporary working folder holding a copy of it and of the
 student's workbook (the pristine stubs when there is none), with a time
 limit per cell (``--cell-time``, default 60 s: the cell is interrupted and
 the run goes on) and per notebook (``--notebook-time``, default 600 s: the
-run is stopped, its kernel killed). Nothing of the hand-in folder is
+run is stopped, its kernel killed); ``--jobs N`` runs N hand-ins side by
+side (each notebook takes a core while it runs). Nothing of the hand-in folder is
 changed, and the temporary folders are removed.
 
 An exercise is found by its checker object, not by its cell: every
@@ -282,6 +283,21 @@ def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_ti
     return result
 
 
+def run_all(handins, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME, jobs=1):
+    """Run every (student, notebook, workbook) of ``handins``, ``jobs`` side by side; the results in their order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(handin):
+        student, notebook, workbook = handin
+        started = time.monotonic()
+        result = run_handin(student, notebook, workbook, notebook_time, cell_time)
+        print(f"ran {student}/{notebook.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, handins))
+
+
 def verdict(check):
     """(status, mistake) of one recorded check, or of None (never checked)."""
     if check is None:
@@ -358,6 +374,7 @@ def main(argv=None):
     parser.add_argument("--csv", help="write one row per student and exercise to this file")
     parser.add_argument("--notebook-time", type=float, default=NOTEBOOK_TIME, help="seconds per notebook")
     parser.add_argument("--cell-time", type=float, default=CELL_TIME, help="seconds per cell")
+    parser.add_argument("--jobs", type=int, default=1, help="hand-ins run side by side (default 1)")
     parser.add_argument("--run-one", help=argparse.SUPPRESS)
     parser.add_argument("--record", help=argparse.SUPPRESS)
     parser.add_argument("--pid-file", help=argparse.SUPPRESS)
@@ -370,12 +387,9 @@ def main(argv=None):
     for name in ("notebook_time", "cell_time"):
         if not getattr(args, name) > 0:
             parser.error(f"--{name.replace('_', '-')} must be a positive number of seconds; got {getattr(args, name)}")
-    results = []
-    for student, notebook, workbook in find_handins(args.folder):
-        started = time.monotonic()
-        print(f"running {student}/{notebook.name}", file=sys.stderr, flush=True)
-        results.append(run_handin(student, notebook, workbook, args.notebook_time, args.cell_time))
-        print(f"  done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be a whole number of at least 1; got {args.jobs}")
+    results = run_all(find_handins(args.folder), args.notebook_time, args.cell_time, args.jobs)
     print(report(results))
     if args.csv:
         write_csv(results, args.csv)

@@ -732,7 +732,8 @@ class _QuickExercise(_NumericExercise):
             variants.append((str(key), explanation, _instructor_numbers(_run_instructor_function(fn, self.inputs, name), name)))
         self._set_variants(variants)
         self.correct_note = why_right
-        self._set_hint(hint or "No hint for this one: reread the question and the inputs above it.")
+        self._set_hint(hint if hint or isinstance(hint, (list, tuple))
+                       else "No hint for this one: reread the question and the inputs above it.")
         self.solution_text = solution if solution is not None else (
             "# The right answer for these inputs:\n" + _comment(_fmt(self.expected)))
 
