@@ -173,7 +173,7 @@ def test_a_choice_rules_out_one_wrong_option_and_never_one_of_two():
                            why={"a": "a counts twice.", "b": "right", "c": "c counts none."}, hint="Count.")
     three.hint()
     step = three.hint().text
-    assert step.startswith("You can rule out (a) one: a counts twice.") and "(b)" not in step
+    assert step.startswith("You can rule out (a): one\nWhy not: a counts twice.") and "(b)" not in step
     two = ChoiceExercise("Yes?", {"yes": "yes", "no": "no"}, "yes", why={"no": "no, because."}, hint="Think.")
     assert [two.hint().text for _ in range(2)][1].startswith("Think.")
 

@@ -45,6 +45,10 @@ COPIED = ("helpers", "data", "jupyter", "binder", "requirements.txt", "requireme
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "lab", "migrated")
 """What never goes into it: caches, and jupyter/'s files a running JupyterLab writes (.gitignore)."""
 
+CELL_TIMEOUT = 900
+"""Seconds one cell may take while the edition is executed: the real model's cells of notebook 11 take
+over a minute on a busy machine, past execute_notebooks' 120 s."""
+
 CONFTEST = '''"""nbval in this student edition: each notebook's kernel is told which notebook it runs, as JupyterLab
 tells it (JPY_SESSION_NAME), so a notebook that keeps its solutions (edition.json) shows them here too."""
 
@@ -124,7 +128,7 @@ def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True):
             if run:
                 print(f"executing {name}", flush=True)
                 os.environ["JPY_SESSION_NAME"] = f"notebooks/{name}"   # as a Jupyter server sets it
-                execute(path)
+                execute(path, timeout=CELL_TIMEOUT)
             paths.append(path)
     finally:
         if before is None:

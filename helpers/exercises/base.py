@@ -635,9 +635,9 @@ class ChoiceExercise(_Exercise):
         if len(self.OPTIONS) < 3 or not wrong:
             return None
         key = next((k for k in wrong if self.why.get(k)), wrong[0])
-        why = self._why(key) or "it is not the answer."
-        return f"You can rule out ({key}) {self.OPTIONS[key]}: {why}" if len(key) == 1 else \
-            f"You can rule out {key!r} ({self.OPTIONS[key]}): {why}"
+        why = self._why(key) or "It is not the answer."
+        name = f"({key})" if len(key) == 1 else repr(key)
+        return f"You can rule out {name}: {self.OPTIONS[key]}\nWhy not: {why}"
 
 
 # --------------------------------------------------------------------------
