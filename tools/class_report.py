@@ -28,9 +28,10 @@ the run counts, so for diagnose the last call per piece. Its verdict is
 or the run stopped before it; the exercises of a notebook are those any
 student's run of it checked).
 
-Prints one table per exercise (counts, each mistake key with how many made
+Prints one line per exercise (counts, each mistake key with how many made
 it, a key joined with "+" counting for each part, the most common one) and
-one row per hand-in (with what went wrong running it: unreadable, a cell
+one row per student (their notebooks added up, with what went wrong running
+each: unreadable, a cell
 that raised, timed out, printed more than 100 kB, files deleted in its
 working folder). ``--csv FILE`` writes one row per student and exercise:
 student, notebook, exercise, status, mistake (a hand-in that could not be
@@ -338,7 +339,7 @@ def tally(table):
 
 
 def report(results):
-    """The printed report: one table per exercise, one row per hand-in."""
+    """The printed report: one line per exercise, then one row per student (their notebooks added up)."""
     table = rows(results)
     lines = [f"Class report: {len({r['student'] for r in results})} students, {len(results)} hand-ins", ""]
     width = max([len(e) for e in tally(table)] + [8])
@@ -352,12 +353,13 @@ def report(results):
     if common:
         lines += ["", "Most common mistake per exercise:"]
         lines += [f"  {e}: {key} ({n} of {sum(tally(table)[e]['counts'].values())})" for e, (key, n) in common]
-    lines += ["", f"{'student':<16} {'notebook':<24} correct  wrong  not attempted  not checked  problems"]
-    for r in results:
-        mine = [row for row in table if row[0] == r["student"] and row[1] == r["notebook"] and row[2]]
-        c = collections.Counter(row[3] for row in mine)
-        lines.append(f"{r['student']:<16} {r['notebook']:<24} {c['correct']:7d}  {c['wrong']:5d}  "
-                     f"{c['not_attempted']:13d}  {c['not_checked']:11d}  {', '.join(r['problems']) or '-'}")
+    lines += ["", f"{'student':<16} notebooks  correct  wrong  not attempted  not checked  problems"]
+    for student in sorted({r["student"] for r in results}):
+        handed = [r for r in results if r["student"] == student]
+        c = collections.Counter(row[3] for row in table if row[0] == student and row[2])
+        problems = "; ".join(f"{r['notebook']}: {', '.join(r['problems'])}" for r in handed if r["problems"])
+        lines.append(f"{student:<16} {len(handed):9d}  {c['correct']:7d}  {c['wrong']:5d}  "
+                     f"{c['not_attempted']:13d}  {c['not_checked']:11d}  {problems or '-'}")
     return "\n".join(lines)
 
 
