@@ -185,6 +185,8 @@ def make_hostile(folder):
     ], WORKBOOK)
     handin(folder, "bob", [SETUP, "while True:\n    pass", "ex.check(9.0)"])
     (folder / "dave.ipynb").write_bytes(b"\x00\xffnot a notebook")
+    (folder / ".ipynb_checkpoints").mkdir()                         # JupyterLab's copies: no student
+    (folder / ".ipynb_checkpoints" / "x-checkpoint.ipynb").write_text("{}")
 
 
 def test_the_last_check_of_each_exercise_counts(hostile):
@@ -209,6 +211,7 @@ def test_a_cell_that_never_ends_is_stopped_and_the_next_cells_run(hostile):
 
 def test_an_unreadable_notebook_is_reported_on_its_row(hostile):
     dave = hostile["dave"]
+    assert set(hostile) == {"alice", "bob", "dave"}
     row = next(line for line in report.report(list(hostile.values())).splitlines() if line.startswith("dave "))
     assert row.split()[1:] == ["1", "0", "0", "0", "0", "dave:", "unreadable"]   # no course name: no exercises known
     assert dave["problems"] == ["unreadable"] and dave["checks"] == {}

@@ -186,6 +186,8 @@ def find_handins(folder):
     folder = Path(folder)
     found = []
     for item in sorted(folder.iterdir()):
+        if item.name.startswith((".", "__")):         # .ipynb_checkpoints, __MACOSX of an unzipped upload
+            continue
         if item.is_dir():
             workbook = item / "workbook.py"
             for notebook in sorted(item.glob("*.ipynb")):
@@ -226,7 +228,8 @@ def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_ti
 
     result = {"student": student, "notebook": course_name(notebook), "problems": [], "checks": {}}
     try:
-        nbformat.validate(nbformat.read(notebook, as_version=4))
+        if not isinstance(nbformat.read(notebook, as_version=4).cells, list):
+            raise ValueError("no cells")
     except Exception:
         result["problems"].append("unreadable")
         return result
