@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 READY  := $(VENV)/.ready
 
-.PHONY: lab test execute bench html
+.PHONY: lab test execute bench html student
 
 # Open the course in JupyterLab (configured by jupyter/: opens on 00_start_here, no news pop-up).
 # JUPYTER_CONFIG_DIR is where the server looks for custom/custom.css (the readable width).
@@ -26,6 +26,11 @@ execute: $(READY)
 # they work offline (maths from the local MathJax of jupyter-server-mathjax, nothing from another host).
 html: $(READY)
 	$(PY) tools/export_html.py site
+
+# A student edition in student/ (INSTRUCTORS.md, "A student edition"): the course with every worked
+# solution withheld (but those of helpers.edition.KEEP_SOLUTIONS), re-executed there, a folder to copy to a hub.
+student: $(READY)
+	env -u MPLBACKEND $(PY) tools/make_student_edition.py student
 
 # Benchmarks (not tests): one explorer update in a real kernel (median, 95th percentile),
 # the numpy forward pass of the real model all-MiniLM-L6-v2, attention and the figures at full size,

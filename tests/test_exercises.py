@@ -7,6 +7,7 @@ learner would type it, must get feedback naming its mistake.
 """
 
 import ast
+import copy
 import contextlib
 import io
 import itertools
@@ -363,12 +364,14 @@ def test_check_prints_the_feedback_and_returns_nothing(capsys):
 
 
 def test_hint_and_solution_fold_in_html_and_read_plainly():
-    ex = NAMESPACES["01_river_bank.ipynb"]["ex_score"]
-    for reveal, label in ((ex.hint(), "Hint"), (ex.solution(), "Solution (spoiler)")):
+    ex = copy.copy(NAMESPACES["01_river_bank.ipynb"]["ex_score"])
+    ex._hints_given = 0            # the notebook's hint cell asked once; hints come in steps: start again
+    first = ex.hint()
+    for reveal, label in ((first, "Hint"), (ex.solution(), "Solution (spoiler)"), (ex.hint(), "Hint 2 of 2 (stronger)")):
         assert isinstance(reveal, Reveal)
         assert reveal._repr_html_().startswith(f"<details><summary><b>{label}</b>")
         assert repr(reveal).startswith(label + ":\n")
-    assert "&#x27;flooded&#x27;" in ex.hint()._repr_html_()   # text is escaped
+    assert "&#x27;flooded&#x27;" in first._repr_html_()   # text is escaped
 
 
 # ------------------------------------------------------------ never raises

@@ -19,12 +19,13 @@ from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 
-def execute(path):
+def execute(path, timeout=120):
+    """Run the notebook at ``path`` in place; ``timeout``: seconds one cell may take."""
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
-        timeout=120,
+        timeout=timeout,
         kernel_name="python3",
         record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},

@@ -33,6 +33,7 @@ from helpers.exercises.feedback import (
     _reshape_fix,
     _shape_words,
 )
+from helpers.edition import solutions_withheld, withheld_text
 from helpers.inputs import refuse_masked_array
 
 __all__ = [
@@ -61,6 +62,36 @@ class _Names:
         return self.given.get(token) or f"{self.given.get('tokens', 'tokens')}.index({token!r})"
 
 
+_LAST_HINT = "(That is the strongest hint. The exercise's solution() shows the worked answer.)"
+_LAST_HINT_WITHHELD = "(That is the strongest hint: in this edition the worked solution is withheld.)"
+
+
+def _code_step(solution_text):
+    """The code of a worked solution without its comments and without its last statement (the answer).
+
+    Returns the text "The steps, ... answer = ...", or None when the solution is not Python, or is one
+    statement only (its last line is the whole answer: nothing to give without giving it away).
+    """
+    import ast
+    import io
+    import tokenize
+
+    try:
+        kept = []
+        for tok in tokenize.generate_tokens(io.StringIO(solution_text).readline):
+            if tok.type != tokenize.COMMENT:
+                kept.append(tok)
+        code = tokenize.untokenize(kept)
+        body = ast.parse(code).body
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return None
+    if len(body) < 2:
+        return None
+    lines = [line.rstrip() for node in body[:-1] for line in ast.get_source_segment(code, node).splitlines()]
+    return ("The steps, without the worked numbers; the last line is yours:\n" + "\n".join(lines)
+            + "\nanswer = ...")
+
+
 # Every numeric exercise built in this session, oldest first, so that an
 # answer to one exercise given to another can be recognised (weak: a
 # notebook that rebuilds an exercise lets the old one go).
@@ -86,7 +117,11 @@ class _Exercise:
     """What every exercise does: check, feedback that never raises, hint and solution.
 
     Subclasses set ``hint_text`` and ``solution_text`` and define
-    ``_feedback(answer)`` for an answer that is not the placeholder.
+    ``_feedback(answer)`` for an answer that is not the placeholder. Hints
+    come in steps: ``hint_text`` is the first nudge; a subclass may set
+    ``step_text`` (the stronger second step: the step, without the answer),
+    or call ``_set_hint([first, second, ...])``; without either the second
+    step is derived from the solution (:meth:`hint_steps`).
     """
 
     fallback = Feedback(False, "unreadable", "I could not read your answer. Give a number or a numpy array.")
@@ -107,9 +142,59 @@ class _Exercise:
             return self.fallback
 
     def hint(self):
-        return Reveal("Hint", self.hint_text)
+        """The next hint, a :class:`Reveal`: the first call gives the first nudge (``hint_text``), each call
+        after it a stronger step (:meth:`hint_steps`), and the last step again once they are all given."""
+        steps = self.hint_steps()
+        given = getattr(self, "_hints_given", 0)
+        self._hints_given = given + 1
+        i = min(given, len(steps) - 1)
+        if given == 0:
+            return Reveal("Hint", steps[0])          # exactly as before hints came in steps
+        text = steps[i]
+        if given >= len(steps) - 1:
+            text += "\n\n" + (_LAST_HINT_WITHHELD if solutions_withheld() else _LAST_HINT)
+        return Reveal(f"Hint {i + 1} of {len(steps)}" + (" (stronger)" if i else ""), text)
+
+    def hint_steps(self):
+        """The hints, weakest first: ``hint_steps`` when the exercise sets it (a tuple of texts), else
+        ``hint_text`` followed by ``step_text`` when set, else by a step derived from the solution
+        (:meth:`_derived_step`: its code without its worked numbers and without its last line, or for a
+        choice one wrong option ruled out), when there is one."""
+        given = getattr(self, "_steps", None)
+        if given:
+            return tuple(given)
+        step = getattr(self, "step_text", None)
+        if step is None:
+            try:
+                step = self._derived_step()
+            except Exception:
+                step = None
+        return (self.hint_text,) if not step else (self.hint_text, step)
+
+    def _set_hint(self, hint):
+        """``hint``: one text (the first nudge; the stronger step is then ``step_text`` or derived), or a
+        list of texts, weakest first, each call of :meth:`hint` giving the next. Raises ValueError otherwise."""
+        if isinstance(hint, (list, tuple)):
+            if not hint or not all(isinstance(step, str) and step.strip() for step in hint):
+                raise ValueError(f"hint must be a text, or a list of texts (the steps, weakest first); got {hint!r}")
+            self.hint_text, self._steps = hint[0], tuple(hint)
+        elif isinstance(hint, str):
+            self.hint_text, self._steps = hint, None
+        else:
+            raise ValueError(f"hint must be a text, or a list of texts (the steps, weakest first); got {hint!r}")
+
+    def _derived_step(self):
+        """A stronger step than the hint, from the worked solution: its code without comments (the worked
+        numbers) and without its last statement, the one that sets ``answer``. None when nothing is left."""
+        return _code_step(getattr(self, "solution_text", ""))
 
     def solution(self):
+        """The worked solution, a :class:`Reveal`; in a student edition that withholds it (helpers/edition.py),
+        a note that points to the hints instead."""
+        if solutions_withheld():
+            return Reveal("Solution (withheld)", withheld_text(
+                "the worked solution", "Run the hint cell again: each run gives a stronger hint, the last "
+                "one the steps without the answer."))
         return Reveal("Solution (spoiler)", self.solution_text)
 
 
@@ -154,6 +239,15 @@ class _NumericExercise(_Exercise):
     def mistakes(self):
         """The keys of the mistakes these inputs can tell apart, in the order they are checked."""
         return list(dict.fromkeys(key for key, _, _ in self._variants))    # a mistake of two forms: once
+
+    def _derived_step(self):
+        """The solution's steps without its last line (see _Exercise); for a one-line solution, the
+        mistakes these inputs tell apart, as traps to check a working against."""
+        step = super()._derived_step()
+        if step or not getattr(self, "_variants", None):
+            return step
+        traps = "\n".join("- " + " ".join(message.split("\nOr: ")[0].split()) for _, message, _ in self._variants)
+        return "The traps this exercise knows; check your working against each:\n" + traps
 
     def _close(self, a, b):
         """a matches b: within atol, or the same infinity, or a fill of MASKED_FILL or below where b is -inf."""
@@ -472,7 +566,7 @@ class ChoiceExercise(_Exercise):
             raise ValueError(f"options must offer at least 2 choices; got {options!r}")
         self.question_text = str(question)
         self._set_answer(answer, why)
-        self.hint_text = hint
+        self._set_hint(hint)
         if solution is not None:
             self.solution_text = solution
 
@@ -534,6 +628,17 @@ class ChoiceExercise(_Exercise):
     def _why(self, key):
         return self.why.get(key, "")
 
+    def _derived_step(self):
+        """One wrong option ruled out, with why (a named misconception first); None with two options,
+        where ruling one out would give the answer."""
+        wrong = [k for k in [*self.named, *self.OPTIONS] if k in self.OPTIONS and k != self.answer]
+        if len(self.OPTIONS) < 3 or not wrong:
+            return None
+        key = next((k for k in wrong if self.why.get(k)), wrong[0])
+        why = self._why(key) or "It is not the answer."
+        name = f"({key})" if len(key) == 1 else repr(key)
+        return f"You can rule out {name}: {self.OPTIONS[key]}\nWhy not: {why}"
+
 
 # --------------------------------------------------------------------------
 # Instructors: a new exercise in a few lines, without writing a class
@@ -557,8 +662,11 @@ def exercise(question, inputs, answer, mistakes=None, options=None, why_right=""
     options : for a multiple-choice question, a dict mapping each key ("a",
         or "yes" and "no") to the option's text: the exercise is then a
         :class:`ChoiceExercise`.
-    why_right : said after "Correct!". hint, solution : str. Without a
-        solution, ``solution()`` shows the right answer for these inputs.
+    why_right : said after "Correct!". hint : str, or a list of str, the
+        hints in steps, weakest first: each call of ``ex.hint()`` gives the
+        next (with one text, the second call gives a step derived from the
+        solution). solution : str. Without a solution, ``solution()`` shows
+        the right answer for these inputs.
     atol : how far a numeric answer may be from the right one (default
         half a unit in the third decimal). weights : True when the answer is
         attention weights, which adds the checks for percentages, negative
@@ -624,7 +732,8 @@ class _QuickExercise(_NumericExercise):
             variants.append((str(key), explanation, _instructor_numbers(_run_instructor_function(fn, self.inputs, name), name)))
         self._set_variants(variants)
         self.correct_note = why_right
-        self.hint_text = hint or "No hint for this one: reread the question and the inputs above it."
+        self._set_hint(hint if hint or isinstance(hint, (list, tuple))
+                       else "No hint for this one: reread the question and the inputs above it.")
         self.solution_text = solution if solution is not None else (
             "# The right answer for these inputs:\n" + _comment(_fmt(self.expected)))
 

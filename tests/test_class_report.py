@@ -1,0 +1,242 @@
+"""tools/class_report.py on hand-ins: the two sample hand-ins of tools/make_sample_handins.py (right counts,
+keys and CSV), small hand-ins whose last check counts, and hostile ones (unreadable, a loop that never ends,
+a cell that raises, a megabyte printed, files deleted): each reported on its row, nothing lost, nothing
+outside the temporary folders touched, and the time limits kept. Short time limits keep this quick."""
+
+import csv
+import hashlib
+import importlib.util
+import os
+import re
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+report = load("class_report")
+samples = load("make_sample_handins")
+
+
+def digest(folder):
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(folder).rglob("*")) if p.is_file()}
+
+
+def ours():
+    """The report's temporary folders now in the system's temporary folder."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob("class_report_*")}
+
+
+# --------------------------------------------------------------------------
+# The sample hand-ins (the instructors' guide's example uses the same script)
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every hand-in of this module run once, side by side, each with its own time limits: the two samples,
+    the hostile ones, and one that never ends (its kernel's pid in a file of the test's)."""
+    top = tmp_path_factory.mktemp("report")
+    sample_folder, hostile_folder, slow_folder = top / "samples", top / "hostile", top / "slow"
+    samples.make(sample_folder, notebooks=["07_limits"])
+    make_hostile(hostile_folder)
+    outside, pid_file = top / "outside.txt", top / "kernel.pid"
+    outside.write_text("the instructor's file")
+    handin(slow_folder, "carol", [
+        f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))",
+        "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass",
+    ])
+    folders = (sample_folder, hostile_folder, slow_folder)
+    before, temporary = [digest(f) for f in folders], ours()
+    # carol's loop ignores the interrupt; her cell limit is longer than her notebook's, which must stop her
+    limits = {sample_folder: (120, 60), hostile_folder: (120, 5), slow_folder: (12, 120)}
+    jobs = [(h, *limits[f]) for f in folders for h in report.find_handins(f)]
+
+    def timed(handin, notebook_time, cell_time):
+        started = time.monotonic()
+        return report.run_handin(*handin, notebook_time, cell_time), time.monotonic() - started
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        done = list(pool.map(lambda job: timed(*job), jobs))
+    assert [digest(f) for f in folders] == before, "the report changed a hand-in"
+    assert outside.read_text() == "the instructor's file"
+    assert ours() == temporary, "the report left temporary folders behind"
+    by_folder = {f: [(r, t) for (h, *_), (r, t) in zip(jobs, done) if h[1].is_relative_to(f)] for f in folders}
+    return {"samples": [r for r, _ in by_folder[sample_folder]],
+            "hostile": {r["student"]: r for r, _ in by_folder[hostile_folder]},
+            "slow": (by_folder[slow_folder][0], pid_file)}
+
+
+@pytest.fixture(scope="module")
+def sample_results(runs):
+    return runs["samples"]
+
+
+@pytest.fixture(scope="module")
+def hostile(runs):
+    return runs["hostile"]
+
+
+def checkers_of(notebook):
+    """The names the course notebook gives the checkers it checks (read from its source, not from the report)."""
+    nb = nbformat.read(ROOT / "notebooks" / f"{notebook}.ipynb", as_version=4)
+    return {m for c in nb.cells if c.cell_type == "code" for m in re.findall(r"^(\w+)\.check\(answer\)", c.source, re.M)}
+
+
+def test_the_right_sample_is_right_everywhere_and_the_wrong_one_names_a_mistake_everywhere(sample_results):
+    results = sample_results
+    by_student = {r["student"]: r for r in results}
+    expected = {f"07_limits:{name}" for name in checkers_of("07_limits")}
+    assert len(expected) == 2
+    right, wrong = by_student["sample_right"], by_student["sample_wrong"]
+    assert set(right["checks"]) == set(wrong["checks"]) == expected
+    assert all(correct for correct, _ in right["checks"].values()), right
+    for correct, mistake in wrong["checks"].values():
+        # the script gives each choice exercise its first wrong option: a named key or chose_<option>
+        assert not correct and mistake not in (None, "different", "not_attempted", "not_a_choice"), mistake
+    assert right["problems"] == wrong["problems"] == []
+
+
+def test_the_table_counts_and_the_csv_rows(sample_results, tmp_path):
+    results = sample_results
+    text = report.report(results)
+    students = [line.split() for line in text.splitlines() if line.startswith("sample_")]
+    assert students == [["sample_right", "1", "2", "0", "0", "0", "-"], ["sample_wrong", "1", "0", "2", "0", "0", "-"]]
+    for exercise in checkers_of("07_limits"):
+        line = next(line for line in text.splitlines() if line.startswith(f"07_limits:{exercise} "))
+        assert line.split()[1:5] == ["1", "1", "0", "0"], line     # correct, wrong, not attempted, not checked
+    path = tmp_path / "grades.csv"
+    report.write_csv(results, path)
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["student", "notebook", "exercise", "status", "mistake"]
+    wrong = {r["student"]: r for r in results}["sample_wrong"]["checks"]
+    assert sorted(map(tuple, rows[1:])) == sorted(
+        [("sample_right", "07_limits", e, "correct", "") for e in wrong]
+        + [("sample_wrong", "07_limits", e, "wrong", m) for e, (_, m) in wrong.items()])
+
+
+def test_the_guides_example_shows_what_the_report_prints_for_these_hand_ins(sample_results):
+    # INSTRUCTORS.md's example ran on 04_masking and 07_limits; its 07 lines must be what 07 gives now
+    guide = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
+    example = guide.split("<!-- class report example: begin -->", 1)[1].split("<!-- class report example: end -->")[0]
+    printed = report.report(sample_results).splitlines()
+    for name in checkers_of("07_limits"):
+        mine = [" ".join(line.split()) for line in printed if f"07_limits:{name}" in line]
+        shown = [" ".join(line.split()) for line in example.splitlines() if f"07_limits:{name}" in line]
+        assert mine and mine == shown, (mine, shown)
+
+
+def test_the_sample_notebooks_stay_copies_of_the_course_with_only_the_answers_filled(tmp_path):
+    samples.make(tmp_path, notebooks=["04_masking"])
+    course = nbformat.read(ROOT / "notebooks" / "04_masking.ipynb", as_version=4)
+    handed = nbformat.read(tmp_path / "sample_wrong" / "04_masking.ipynb", as_version=4)
+    assert handed.cells[0].id == "sample-answer" and len(handed.cells) == len(course.cells) + 1
+    changed = [c.id for a, c in zip(course.cells, handed.cells[1:]) if a.source != c.source]
+    assert changed == ["ex-sums-try"]
+    workbook = (tmp_path / "sample_wrong" / "workbook.py").read_text()
+    assert "no student's work" in workbook and "k=-1" in workbook
+
+
+# --------------------------------------------------------------------------
+# Small hand-ins: the last check counts; hostile ones are reported and the rest goes on
+# --------------------------------------------------------------------------
+
+SETUP = ("import numpy as np\nimport workbook\nfrom helpers.exercises import exercise, diagnose\n"
+         "ex = exercise('Square a.', inputs={'a': 3.0}, answer=lambda a: a * a,\n"
+         "              mistakes={'doubled': ('You doubled it.', lambda a: 2 * a)})\n"
+         "ex_other = exercise('Cube a.', inputs={'a': 3.0}, answer=lambda a: a ** 3)")
+WORKBOOK = ("import numpy as np\n\ndef causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool), k=-1)\n")
+
+
+def handin(folder, student, cells, workbook=None):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    (folder / student).mkdir(parents=True)
+    nbformat.write(nb, folder / student / "01_river_bank.ipynb")
+    if workbook:
+        (folder / student / "workbook.py").write_text(workbook)
+
+
+def make_hostile(folder):
+    handin(folder, "alice", [
+        SETUP,
+        "ex.check(6.0)",                                            # doubled ...
+        "ex.check(9.0)",                                            # ... then right: the last check counts
+        "ex_other.check(...)",                                      # not attempted
+        "def right(n):\n    return np.tril(np.ones((n, n), dtype=bool))\ndiagnose(right, piece='causal_mask')",
+        "diagnose(workbook.causal_mask, piece='causal_mask')",      # the last call per piece counts
+        "raise RuntimeError('a bug of the student')",
+        "print('x' * 1_100_000)",                                   # a megabyte printed
+        "import os\nfor name in os.listdir('.'):\n    os.remove(name)",  # deletes its working folder's files
+        "diagnose(workbook.causal_mask, piece='padding_mask')",     # the rest goes on
+    ], WORKBOOK)
+    handin(folder, "bob", [SETUP, "while True:\n    pass", "ex.check(9.0)"])
+    (folder / "dave.ipynb").write_bytes(b"\x00\xffnot a notebook")
+    (folder / ".ipynb_checkpoints").mkdir()                         # JupyterLab's copies: no student
+    (folder / ".ipynb_checkpoints" / "x-checkpoint.ipynb").write_text("{}")
+
+
+def test_the_last_check_of_each_exercise_counts(hostile):
+    checks = hostile["alice"]["checks"]
+    assert checks["01_river_bank:ex"] == (True, None)
+    assert checks["01_river_bank:ex_other"] == (False, "not_attempted")
+    # the stored workbook hides the diagonal (checker_masks names it diagonal_masked), diagnosed last
+    assert checks["01_river_bank:diagnose:causal_mask"] == (False, "diagonal_masked")
+
+
+def test_a_raising_cell_a_megabyte_and_deleted_files_are_reported_and_the_rest_goes_on(hostile):
+    alice = hostile["alice"]
+    assert {"cell_error", "printed_too_much", "deleted_files"} <= set(alice["problems"]), alice["problems"]
+    assert alice["checks"]["01_river_bank:diagnose:padding_mask"][0] is False   # the cell after them all ran
+
+
+def test_a_cell_that_never_ends_is_stopped_and_the_next_cells_run(hostile):
+    bob = hostile["bob"]
+    assert "cell_timeout" in bob["problems"]
+    assert bob["checks"]["01_river_bank:ex"] == (True, None)
+
+
+def test_an_unreadable_notebook_is_reported_on_its_row(hostile):
+    dave = hostile["dave"]
+    assert set(hostile) == {"alice", "bob", "dave"}
+    row = next(line for line in report.report(list(hostile.values())).splitlines() if line.startswith("dave "))
+    assert row.split()[1:] == ["1", "0", "0", "0", "0", "dave:", "unreadable"]   # no course name: no exercises known
+    assert dave["problems"] == ["unreadable"] and dave["checks"] == {}
+    rows = report.rows(list(hostile.values()))
+    assert ("dave", "dave", "", "unreadable", "") in rows
+    assert ("bob", "01_river_bank", "01_river_bank:ex_other", "not_checked", "") in rows   # bob never checked it
+
+
+def test_a_notebook_over_its_time_limit_is_stopped_with_its_kernel(runs):
+    (carol, seconds), pid_file = runs["slow"]
+    assert "timed_out" in carol["problems"] and seconds < 12 + 10
+    pid = int(pid_file.read_text())
+    for _ in range(50):                       # SIGKILL is sent; the process may take a moment to go
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the kernel {pid} is still running")
+
+
+def test_a_key_joined_with_plus_counts_for_each_part():
+    table = [("a", "nb", "nb:ex", "wrong", "no_scaling+wrong_axis"), ("b", "nb", "nb:ex", "wrong", "wrong_axis"),
+             ("c", "nb", "nb:ex", "correct", "")]
+    found = report.tally(table)["nb:ex"]
+    assert found["mistakes"] == {"wrong_axis": 2, "no_scaling": 1}
+    assert found["counts"] == {"wrong": 2, "correct": 1}

@@ -1,0 +1,405 @@
+"""A class's hand-ins, run and tallied: per exercise how many are right, which named mistakes, who did not try.
+
+Usage: .venv/bin/python tools/class_report.py FOLDER [--csv FILE] [--notebook-time S] [--cell-time S] [--jobs N]
+
+FOLDER holds one folder per student (its name is the student's), each with
+the student's copies of course notebooks (``04_masking.ipynb``, executed or
+not) and, where the student built pieces, their ``workbook.py``; a notebook
+lying in FOLDER itself is a student of its own (named by the file). Each
+notebook is run from the top in a fresh kernel of the course, in a
+subprocess, in a temporary working folder holding a copy of it and of the
+student's workbook (the pristine stubs when there is none), with a time
+limit per cell (``--cell-time``, default 60 s: the cell is interrupted and
+the run goes on) and per notebook (``--notebook-time``, default 600 s: the
+run is stopped, its kernel killed); ``--jobs N`` runs N hand-ins side by
+side (each notebook takes a core while it runs). Nothing of the hand-in folder is
+changed, and the temporary folders are removed.
+
+An exercise is found by its checker object, not by its cell: every
+``ex.check(answer)`` is recorded under the exercise's stable id,
+``<notebook>:<name>`` (the name the notebook gives the checker, e.g.
+``04_masking:ex_sums``), and every ``diagnose(fn, piece=...)`` under
+``<notebook>:diagnose:<piece>`` (``run_with_your_attention`` and
+``check_your_block`` under their names). The last check of each exercise in
+the run counts, so for diagnose the last call per piece. Its verdict is
+``correct``, ``wrong`` with the checker's ``.mistake`` key,
+``not_attempted`` (the ``answer = ...`` left, or a workbook stub), or
+``not_checked`` (its check never ran: the cell was deleted, raised first,
+or the run stopped before it; the exercises of a notebook are those any
+student's run of it checked).
+
+Prints one line per exercise (counts, each mistake key with how many made
+it, a key joined with "+" counting for each part, the most common one) and
+one row per student (their notebooks added up, with what went wrong running
+each: unreadable, a cell
+that raised, timed out, printed more than 100 kB, files deleted in its
+working folder). ``--csv FILE`` writes one row per student and exercise:
+student, notebook, exercise, status, mistake (a hand-in that could not be
+run gets one row with an empty exercise and its problem as the status).
+
+It never raises on a hand-in. It runs students' code: read the
+instructors' guide ("Grade a class") before you use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_TIME = 600.0
+CELL_TIME = 60.0
+PRINT_LIMIT = 100_000
+"""Characters of printed output past which a hand-in's row says it printed too much (the output is never kept)."""
+STATUSES = ("correct", "wrong", "not_attempted", "not_checked")
+
+
+# --------------------------------------------------------------------------
+# What runs inside the kernel: the recorder, installed by a first cell
+# --------------------------------------------------------------------------
+
+PRELUDE = r'''
+def _class_report_install(record, notebook):
+    import functools, json, sys
+    import helpers.exercises as package
+    from helpers.exercises import base
+    try:
+        from IPython import get_ipython
+        namespace = get_ipython().user_ns
+    except Exception:
+        namespace = vars(sys.modules["__main__"])
+
+    def write(exercise, verdict):
+        try:
+            with open(record, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"id": f"{notebook}:{exercise}", "correct": bool(verdict.correct),
+                                    "mistake": None if verdict.mistake is None else str(verdict.mistake)}) + "\n")
+        except Exception:
+            pass
+
+    def name_of(obj):
+        names = sorted(k for k, v in list(namespace.items()) if v is obj and not k.startswith("_"))
+        return names[0] if names else type(obj).__name__
+
+    def check(self, answer):
+        feedback = self.feedback(answer)
+        write(name_of(self), feedback)
+        print(feedback.text)
+    check.__doc__ = base._Exercise.check.__doc__
+    base._Exercise.check = check
+
+    module = sys.modules["helpers.exercises.diagnose"]
+    original = module.diagnose
+
+    @functools.wraps(original)
+    def diagnose(fn, piece="attention", **options):
+        verdict = original(fn, piece, **options)
+        write(f"diagnose:{piece}", verdict)
+        return verdict
+    module.diagnose = package.diagnose = diagnose
+
+    finale_names = ("run_with_your_attention", "check_your_block")
+    lazy = package.__getattr__
+
+    def wrapped(name):
+        fn = lazy(name)
+        if name not in finale_names or getattr(fn, "_recorded", False):
+            return fn
+        @functools.wraps(fn)
+        def judge(*args, **kwargs):
+            verdict = fn(*args, **kwargs)
+            write(name, verdict)
+            return verdict
+        judge._recorded = True
+        setattr(package, name, judge)
+        return judge
+    package.__getattr__ = wrapped
+
+_class_report_install(RECORD, NOTEBOOK)
+del _class_report_install
+'''
+
+
+def run_one(notebook, record, cell_time, pid_file):
+    """Inside the subprocess: run ``notebook`` (in the working directory) with the recorder, never raising."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    def note(**entry):
+        with open(record, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    class Client(NotebookClient):
+        printed = 0
+
+        def output(self, outs, msg, display_id, cell_index):   # count what is printed, keep none of it
+            content = msg.get("content", {})
+            size = len(str(content.get("text", ""))) + len(str(content.get("data", {}).get("text/plain", "")))
+            if Client.printed <= PRINT_LIMIT < Client.printed + size:
+                note(event="printed_too_much", cell=cell_index)
+            Client.printed += size
+            return None
+
+    try:
+        nb = nbformat.read(notebook, as_version=4)
+        code = PRELUDE.replace("RECORD", json.dumps(str(record))).replace("NOTEBOOK", json.dumps(Path(notebook).stem))
+        nb.cells.insert(0, nbformat.v4.new_code_cell(code))
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = []
+        timeout_reply = {"ename": "CellTimeout", "evalue": f"longer than {cell_time:g} s", "traceback": []}
+
+        def started(**_):
+            try:
+                Path(pid_file).write_text(str(client.km.provisioner.process.pid))
+            except Exception:
+                pass
+
+        def failed(cell, cell_index, execute_reply, **_):
+            ename = execute_reply.get("content", {}).get("ename", "error")
+            note(event="cell_timeout" if ename == "CellTimeout" else "cell_error", cell=cell_index, ename=ename)
+
+        client = Client(nb, timeout=cell_time, kernel_name="python3", allow_errors=True, interrupt_on_timeout=True,
+                        error_on_timeout=timeout_reply, record_timing=False, on_notebook_start=started,
+                        on_cell_error=failed, resources={"metadata": {"path": os.getcwd()}})
+        client.execute()
+    except BaseException as exc:    # a kernel that died, a notebook nbclient refuses: said on the row
+        note(event="run_failed", ename=type(exc).__name__)
+
+
+# --------------------------------------------------------------------------
+# The instructor's side: find the hand-ins, run each in its own subprocess
+# --------------------------------------------------------------------------
+
+def find_handins(folder):
+    """[(student, notebook path, workbook path or None)], sorted: one per notebook of each student's folder."""
+    folder = Path(folder)
+    found = []
+    for item in sorted(folder.iterdir()):
+        if item.name.startswith((".", "__")):         # .ipynb_checkpoints, __MACOSX of an unzipped upload
+            continue
+        if item.is_dir():
+            workbook = item / "workbook.py"
+            for notebook in sorted(item.glob("*.ipynb")):
+                found.append((item.name, notebook, workbook if workbook.is_file() else None))
+        elif item.suffix == ".ipynb":
+            found.append((item.stem, item, None))
+    return found
+
+
+def course_name(path):
+    """The course notebook a hand-in is a copy of: the course file with its two-digit prefix, else its own name."""
+    stem = Path(path).stem
+    for course in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        if stem[:3] == course.stem[:3] and stem[:2].isdigit():
+            return course.stem
+    return stem
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+
+
+def _files(folder):
+    return {p.relative_to(folder) for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
+
+
+def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME):
+    """Run one hand-in; returns {"student", "notebook", "problems": [...], "checks": {id: (correct, mistake)}}.
+
+    Never raises: what went wrong is a problem key in ``problems`` (unreadable, timed_out, cell_timeout,
+    cell_error, printed_too_much, deleted_files, run_failed).
+    """
+    import nbformat
+    from helpers.exercises.solutions import workbook_source
+
+    result = {"student": student, "notebook": course_name(notebook), "problems": [], "checks": {}}
+    try:
+        if not isinstance(nbformat.read(notebook, as_version=4).cells, list):
+            raise ValueError("no cells")
+    except Exception:
+        result["problems"].append("unreadable")
+        return result
+    work = Path(tempfile.mkdtemp(prefix="class_report_work_"))
+    records = Path(tempfile.mkdtemp(prefix="class_report_record_"))
+    record, pid_file = records / "checks.jsonl", records / "kernel.pid"
+    try:
+        copy = work / notebook.name
+        shutil.copyfile(notebook, copy)
+        if workbook is not None:
+            shutil.copyfile(workbook, work / "workbook.py")
+        else:
+            (work / "workbook.py").write_text(workbook_source())
+        before = _files(work)
+        command = [sys.executable, str(Path(__file__).resolve()), "--run-one", str(copy), "--record", str(record),
+                   "--cell-time", str(cell_time), "--pid-file", str(pid_file)]
+        env = dict(os.environ)
+        env.pop("MPLBACKEND", None)
+        env.pop("JPY_SESSION_NAME", None)
+        with open(records / "out.txt", "wb") as out:
+            proc = subprocess.Popen(command, cwd=work, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+            try:
+                proc.wait(timeout=notebook_time)
+            except subprocess.TimeoutExpired:
+                result["problems"].append("timed_out")
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait()
+        if pid_file.exists():
+            try:
+                _kill(int(pid_file.read_text()))   # the kernel runs in a session of its own: stop it too
+            except ValueError:
+                pass
+        lost = before - _files(work)
+        if lost:
+            result["problems"].append("deleted_files")
+        if record.exists():
+            for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if "id" in entry:
+                    result["checks"][entry["id"]] = (bool(entry.get("correct")), entry.get("mistake"))
+                elif entry.get("event") and entry["event"] not in result["problems"]:
+                    result["problems"].append(entry["event"])
+    except Exception as exc:          # the report's own trouble with this hand-in: said on its row
+        result["problems"].append(f"report_failed ({type(exc).__name__})")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(records, ignore_errors=True)
+    return result
+
+
+def run_all(handins, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME, jobs=1):
+    """Run every (student, notebook, workbook) of ``handins``, ``jobs`` side by side; the results in their order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(handin):
+        student, notebook, workbook = handin
+        started = time.monotonic()
+        result = run_handin(student, notebook, workbook, notebook_time, cell_time)
+        print(f"ran {student}/{notebook.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, handins))
+
+
+def verdict(check):
+    """(status, mistake) of one recorded check, or of None (never checked)."""
+    if check is None:
+        return "not_checked", ""
+    correct, mistake = check
+    if correct:
+        return "correct", ""
+    if mistake == "not_attempted":
+        return "not_attempted", ""
+    return "wrong", mistake or "different"
+
+
+def rows(results):
+    """One row (student, notebook, exercise, status, mistake) per student and exercise; a hand-in that
+    could not be run (unreadable, timed out) with no check gets one row with an empty exercise."""
+    exercises = collections.defaultdict(set)
+    for r in results:
+        exercises[r["notebook"]] |= set(r["checks"])
+    out = []
+    for r in results:
+        if not r["checks"] and r["problems"]:
+            out.append((r["student"], r["notebook"], "", r["problems"][0], ""))
+        for exercise in sorted(exercises[r["notebook"]]):
+            out.append((r["student"], r["notebook"], exercise, *verdict(r["checks"].get(exercise))))
+    return out
+
+
+def tally(table):
+    """{exercise: {"counts": Counter of status, "mistakes": Counter of key}}; "a+b" counts for a and for b."""
+    found = collections.defaultdict(lambda: {"counts": collections.Counter(), "mistakes": collections.Counter()})
+    for _, _, exercise, status, mistake in table:
+        if not exercise:
+            continue
+        found[exercise]["counts"][status] += 1
+        if mistake:
+            found[exercise]["mistakes"].update(mistake.split("+"))
+    return dict(found)
+
+
+def report(results):
+    """The printed report: one line per exercise, then one row per student (their notebooks added up)."""
+    table = rows(results)
+    lines = [f"Class report: {len({r['student'] for r in results})} students, {len(results)} hand-ins", ""]
+    width = max([len(e) for e in tally(table)] + [8])
+    lines.append(f"{'exercise':<{width}}  correct  wrong  not attempted  not checked  mistakes (how many)")
+    for exercise, found in sorted(tally(table).items()):
+        c = found["counts"]
+        mistakes = ", ".join(f"{key} {n}" for key, n in found["mistakes"].most_common()) or "-"
+        lines.append(f"{exercise:<{width}}  {c['correct']:7d}  {c['wrong']:5d}  {c['not_attempted']:13d}  "
+                     f"{c['not_checked']:11d}  {mistakes}")
+    common = [(e, f["mistakes"].most_common(1)[0]) for e, f in sorted(tally(table).items()) if f["mistakes"]]
+    if common:
+        lines += ["", "Most common mistake per exercise:"]
+        lines += [f"  {e}: {key} ({n} of {sum(tally(table)[e]['counts'].values())})" for e, (key, n) in common]
+    lines += ["", f"{'student':<16} notebooks  correct  wrong  not attempted  not checked  problems"]
+    for student in sorted({r["student"] for r in results}):
+        handed = [r for r in results if r["student"] == student]
+        c = collections.Counter(row[3] for row in table if row[0] == student and row[2])
+        problems = "; ".join(f"{r['notebook']}: {', '.join(r['problems'])}" for r in handed if r["problems"])
+        lines.append(f"{student:<16} {len(handed):9d}  {c['correct']:7d}  {c['wrong']:5d}  "
+                     f"{c['not_attempted']:13d}  {c['not_checked']:11d}  {problems or '-'}")
+    return "\n".join(lines)
+
+
+def write_csv(results, path):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "notebook", "exercise", "status", "mistake"])
+        writer.writerows(rows(results))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", nargs="?")
+    parser.add_argument("--csv", help="write one row per student and exercise to this file")
+    parser.add_argument("--notebook-time", type=float, default=NOTEBOOK_TIME, help="seconds per notebook")
+    parser.add_argument("--cell-time", type=float, default=CELL_TIME, help="seconds per cell")
+    parser.add_argument("--jobs", type=int, default=1, help="hand-ins run side by side (default 1)")
+    parser.add_argument("--run-one", help=argparse.SUPPRESS)
+    parser.add_argument("--record", help=argparse.SUPPRESS)
+    parser.add_argument("--pid-file", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run_one:
+        run_one(args.run_one, args.record, args.cell_time, args.pid_file)
+        return None
+    if not args.folder or not Path(args.folder).is_dir():
+        parser.error(f"FOLDER must be a folder of hand-ins; got {args.folder!r}")
+    for name in ("notebook_time", "cell_time"):
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name.replace('_', '-')} must be a positive number of seconds; got {getattr(args, name)}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be a whole number of at least 1; got {args.jobs}")
+    results = run_all(find_handins(args.folder), args.notebook_time, args.cell_time, args.jobs)
+    print(report(results))
+    if args.csv:
+        write_csv(results, args.csv)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Build a student edition of the course: the same notebooks with the worked solutions withheld.
+
+Usage: .venv/bin/python tools/make_student_edition.py [DEST] [--notebooks NAME ...] [--keep NAME ...]
+       (``make student`` builds ``student/``)
+
+DEST (default ``student/``) becomes a complete course folder that can be
+copied to a hub on its own: helpers/, data/, jupyter/, binder/, the
+requirements, pyproject.toml, README.md, a Makefile with the students'
+targets (``lab``, and ``test``: nbval of the notebooks), the pristine
+workbook of stubs, and every notebook (or those named with --notebooks,
+``04_masking`` or ``04_masking.ipynb``), re-executed in a fresh kernel
+inside DEST so that no stored output shows a solution. Its settings are in
+DEST/edition.json (helpers/edition.py reads them): the notebooks that keep
+their solutions are helpers.edition.KEEP_SOLUTIONS, the instructor's flag,
+or those named with --keep. Tests, tools and INSTRUCTORS.md stay behind.
+
+Each notebook runs with JPY_SESSION_NAME set to its path, as a Jupyter
+server sets it, so a kept notebook shows its solutions; DEST/conftest.py
+sets it the same way for nbval in the edition. A DEST that exists is
+replaced only if it is an edition this tool made (it has edition.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+from execute_notebooks import execute  # noqa: E402  (tools/ is not a package)
+
+from helpers.edition import EDITION_FILE, KEEP_SOLUTIONS  # noqa: E402
+
+COPIED = ("helpers", "data", "jupyter", "binder", "requirements.txt", "requirements-nodeps.txt",
+          "pyproject.toml", "README.md", "notebooks/workbook.py")
+"""What the edition takes from the course folder besides the notebooks (the Makefile is trimmed)."""
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "lab", "migrated")
+"""What never goes into it: caches, and jupyter/'s files a running JupyterLab writes (.gitignore)."""
+
+CELL_TIMEOUT = 900
+"""Seconds one cell may take while the edition is executed: the real model's cells of notebook 11 take
+over a minute on a busy machine, past execute_notebooks' 120 s."""
+
+CONFTEST = '''"""nbval in this student edition: each notebook's kernel is told which notebook it runs, as JupyterLab
+tells it (JPY_SESSION_NAME), so a notebook that keeps its solutions (edition.json) shows them here too."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    path = Path(str(getattr(item, "path", item.fspath)))
+    if path.suffix == ".ipynb":
+        os.environ["JPY_SESSION_NAME"] = f"notebooks/{path.name}"
+'''
+
+
+def notebook_name(name):
+    """'04_masking' or '04_masking.ipynb' -> '04_masking.ipynb', checked against notebooks/."""
+    name = Path(name).name
+    name = name if name.endswith(".ipynb") else name + ".ipynb"
+    if not (ROOT / "notebooks" / name).is_file():
+        known = ", ".join(p.stem for p in sorted((ROOT / "notebooks").glob("*.ipynb")))
+        raise ValueError(f"notebooks must name course notebooks ({known}); got {name!r}")
+    return name
+
+
+def student_makefile(text):
+    """The course's Makefile without the targets that need tools/ (execute, html, bench, student)."""
+    blocks = text.split("\n\n")
+    kept = [b for b in blocks if "tools/" not in b]
+    kept = [re.sub(r"\A(#.*\n)+(?=test:)", "# Check every notebook: a fresh run prints exactly what is stored (nbval).\n", b)
+            for b in kept]
+    targets = [m.group(1) for b in kept for m in re.finditer(r"^([a-z]+):", b, re.M)]
+    return re.sub(r"^\.PHONY:.*$", ".PHONY: " + " ".join(targets), "\n\n".join(kept), count=1, flags=re.M)
+
+
+def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True):
+    """Write the student edition into ``dest``; returns the paths of its notebooks.
+
+    notebooks: course notebook names (default: every notebook in notebooks/). keep: the notebook file
+    names that keep their solutions. run: re-execute each notebook there (False: copy them as stored,
+    for a quick look at the folder; their stored outputs then still show the solutions).
+    Raises ValueError for a name that is not a course notebook, or a ``dest`` that exists and is not an
+    edition this tool made.
+    """
+    dest = Path(dest).resolve()
+    names = [notebook_name(n) for n in notebooks] if notebooks else sorted(
+        p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    keep = [notebook_name(n) for n in keep]
+    if dest == ROOT or ROOT.is_relative_to(dest):
+        raise ValueError(f"dest must be a new folder, not the course folder or above it; got {dest}")
+    if dest.exists():
+        if not (dest / EDITION_FILE).is_file():
+            raise ValueError(f"dest {dest} exists and is not a student edition (no {EDITION_FILE}); "
+                             "give a new folder, or remove it yourself")
+        shutil.rmtree(dest)
+    (dest / "notebooks").mkdir(parents=True)
+    for item in COPIED:
+        source = ROOT / item
+        if source.is_dir():
+            shutil.copytree(source, dest / item, ignore=IGNORED)
+        elif source.is_file():
+            shutil.copy2(source, dest / item)
+    (dest / "Makefile").write_text(student_makefile((ROOT / "Makefile").read_text()))
+    (dest / "conftest.py").write_text(CONFTEST)
+    settings = {"edition": "student", "keep_solutions": keep,
+                "made_by": "tools/make_student_edition.py (see the instructors' guide)"}
+    (dest / EDITION_FILE).write_text(json.dumps(settings, indent=1) + "\n")
+    paths = []
+    before = os.environ.get("JPY_SESSION_NAME")
+    try:
+        for name in names:
+            nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+            path = dest / "notebooks" / name
+            nbformat.write(nb, path)
+            if run:
+                print(f"executing {name}", flush=True)
+                os.environ["JPY_SESSION_NAME"] = f"notebooks/{name}"   # as a Jupyter server sets it
+                execute(path, timeout=CELL_TIMEOUT)
+            paths.append(path)
+    finally:
+        if before is None:
+            os.environ.pop("JPY_SESSION_NAME", None)
+        else:
+            os.environ["JPY_SESSION_NAME"] = before
+    return paths
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dest", nargs="?", default=str(ROOT / "student"))
+    parser.add_argument("--notebooks", nargs="+", help="only these notebooks (default: all)")
+    parser.add_argument("--keep", nargs="*", default=list(KEEP_SOLUTIONS),
+                        help="notebooks that keep their solutions (default: helpers.edition.KEEP_SOLUTIONS)")
+    args = parser.parse_args(argv)
+    try:
+        paths = build(args.dest, args.notebooks, args.keep)
+    except ValueError as exc:
+        sys.exit(f"make_student_edition: {exc}")
+    print(f"student edition: {len(paths)} notebooks in {args.dest}")
+
+
+if __name__ == "__main__":
+    main()
