@@ -6,7 +6,8 @@ Usage: python tools/measure_run_times.py            (every notebook that exists)
 Each notebook runs top to bottom in a fresh kernel started in notebooks/, as
 `make execute` runs it (but nothing is written back to the notebook); the
 time is from asking for the kernel to the end of the last cell. The times go
-to data/run_times.json, and the "run (measured)" column of the course map in
+to data/run_times.json with the machine's load average (one minute) before and after each
+notebook, printed beside each time: a time measured under load is not a run time. The "run (measured)" column of the course map in
 INSTRUCTORS.md is rewritten from them and from helpers/course.py (the other
 columns of a row, written by hand, are kept). tests/test_instructors.py checks
 that the guide and data/run_times.json agree with helpers/course.py.
@@ -86,18 +87,24 @@ def main(names):
     times, peaks = stored.get("seconds", {}), stored.get("peak_memory_mb", {})
     existing = [name for name, _, _ in COURSE if (NOTEBOOKS_DIR / name).exists()]
     todo = [n for n in existing if not names or any(n.startswith(w) for w in names)]
+    loads = stored.get("load_average_1min", {})
     for name in todo:
+        before = os.getloadavg()[0]
         seconds, peak = measure(name)
-        times[name], peaks[name] = round(seconds, 1), round(peak)
-        print(f"{name:28} {times[name]:6.1f} s  peak {peaks[name]:5d} MB", flush=True)
+        after = os.getloadavg()[0]
+        times[name], peaks[name], loads[name] = round(seconds, 1), round(peak), [round(before, 2), round(after, 2)]
+        print(f"{name:28} {times[name]:6.1f} s  peak {peaks[name]:5d} MB  load {before:.2f} -> {after:.2f}",
+              flush=True)
     times = {n: times[n] for n in existing if n in times}
     peaks = {n: peaks[n] for n in existing if n in peaks}
+    loads = {n: loads[n] for n in existing if n in loads}
     TIMES.write_text(json.dumps({
         "what": "seconds to run each notebook top to bottom in a fresh kernel, and the kernel's peak memory "
                 "(resident, MB) at the end (tools/measure_run_times.py)",
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}",
         "seconds": times,
         "peak_memory_mb": peaks,
+        "load_average_1min": loads,
     }, indent=2) + "\n", encoding="utf-8")
     text = GUIDE.read_text(encoding="utf-8")
     head, rest = text.split(BEGIN, 1)
