@@ -86,6 +86,7 @@ PHRASES = {
     "two_i_plus_one": "the column number over d_model",
     "multiplied": "The formula divides",
     "angle_only": "That is the angle itself",
+    "truncated": "You cut the number off after 3 decimals",
     "chose_yes": "cannot leave their hull",
     "chose_a": "Not quite",
     "diagonal_only": "only the diagonal of the Jacobian",
@@ -420,6 +421,8 @@ CASES = {
             ("two_i_plus_one", "answer = np.cos(8 / 10000 ** (3 / 16))"),
             ("multiplied", "answer = np.cos(8 * 10000 ** (2 / 16))"),
             ("angle_only", "answer = 8 / 10000 ** (2 / 16)"),
+            ("truncated", "answer = -0.818", "-0.8186 -> -0.819"),         # cut off, not rounded
+            ("sign_flipped", "answer = 0.819", "cos(2.53 rad) = -0.8186"),  # the sign dropped
             ("different", "answer = 0.5"),
             ("granularity", "answer = [-0.8186, 0.02]", "entry [0]"),
             ("not_numbers", "answer = '-0.8186'", "Remove the quotes"),
@@ -541,15 +544,15 @@ CASES = {
             (None, "answer = 8 * 2048 * 2048"),
             (None, "answer = 33_554_432"),
             ("not_attempted", "answer = ..."),
-            ("one_head", "answer = 2048 * 2048"),
-            ("split_like_features", "answer = 2048 * 2048 / 8"),
+            ("one_head", "answer = 2048 * 2048", "n × n = 4,194,304"),        # 2048**2 by hand, with commas
+            ("split_like_features", "answer = 2048 * 2048 / 8", "all n × n = 4,194,304"),
             ("one_per_token", "answer = 8 * 2048"),
             # by hand, from the inputs: 8 * 2048 * 2049 / 2 = 16,785,408; 8 * 2048**2 / 2 = 16,777,216
             ("causal_half", "answer = 8 * 2048 * 2049 // 2", "2,098,176 per head"),
             ("causal_half", "answer = 8 * 2048**2 / 2", "2,097,152 per head"),
             # 8 * 2048**2 * 64 = 2,147,483,648 (d_k = 512 / 8 = 64); 2048 * 512 = 1,048,576 = 4 * 512**2
             ("multiply_adds", "answer = 8 * 2048 * 2048 * 64", "2,147,483,648"),
-            ("output_size", "answer = 2048 * 512", "1,048,576"),
+            ("output_size", "answer = 2048 * 512", "which are not attention weights either"),
             ("different", "answer = 2048 * 64"),
             ("other_exercise", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)", "x split into 3 heads"),
         ],

@@ -123,16 +123,26 @@ def _attend(Q, K, V, mask, scale):
     return (e / e.sum(axis=-1, keepdims=True)) @ V
 
 
-def mha_per_head_loop(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
-    """Right: one head at a time on its slice of the projections, concatenated, with the course's attention."""
+def _loop_over_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask):
+    """One head at a time on its slice of the projections, each given ``mask``, concatenated, then W_O."""
     d_k = X.shape[-1] // num_heads
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V
     outs = []
     for h in range(num_heads):
         cut = slice(h * d_k, (h + 1) * d_k)
-        m = None if mask is None else (mask if mask.ndim == 2 else mask[..., 0, :, :])
-        outs.append(_attend(Q[..., cut], K[..., cut], V[..., cut], m, 1 / np.sqrt(d_k)))
+        outs.append(_attend(Q[..., cut], K[..., cut], V[..., cut], mask, 1 / np.sqrt(d_k)))
     return np.concatenate(outs, axis=-1) @ W_O
+
+
+def mha_per_head_loop(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Right: one head at a time with the course's attention, the mask's head axis dropped."""
+    head_mask = None if mask is None else (mask if mask.ndim == 2 else mask[..., 0, :, :])
+    return _loop_over_heads(X, W_Q, W_K, W_V, W_O, num_heads, head_mask)
+
+
+def mha_loop_whole_mask(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Wrong on a mask with a head axis: a loop over heads that gives each head the whole mask (B, 1, 1, n)."""
+    return _loop_over_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask)
 
 
 def mha_attn_mask(x, w_q, w_k, w_v, w_o, h, attn_mask=None, dropout=0.0):
@@ -192,6 +202,11 @@ def mha_no_mask_used(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
 # --------------------------------------------------------------------------
 # positional_encoding
 # --------------------------------------------------------------------------
+
+def pe_arguments_swapped(d_model, n):
+    """Right body, the signature's arguments in the other order: the battery's fn(n, d_model) swaps them."""
+    return WORKED["positional_encoding"](n, d_model)
+
 
 def pe_loops(n, d_model):
     pe = np.zeros((n, d_model))
@@ -381,6 +396,8 @@ NAMED = [
     ("softmax_backward", backward_no_leading_w, "leading_weights_missing"),
     ("softmax_backward", backward_g_minus_w_times_g, "leading_weights_missing"),
     ("softmax_backward", backward_unweighted_sum, "unweighted_mean"),
+    ("multi_head_attention", mha_loop_whole_mask, "head_axis"),
+    ("positional_encoding", pe_arguments_swapped, "arguments_swapped"),
 ]
 FAULTS = {"split_heads": SPLIT_FAULTS, "merge_heads": MERGE_FAULTS, "multi_head_attention": MULTI_HEAD_FAULTS,
           "positional_encoding": POSITION_FAULTS, "softmax_backward": BACKWARD_FAULTS}
@@ -400,6 +417,31 @@ def test_every_fault_of_the_new_pieces_has_a_learner_function():
     for piece, faults in FAULTS.items():
         named = {k for p, _, key in NAMED if p == piece for k in key.split("+")}
         assert set(faults) == named, piece
+
+
+def test_leading_weights_missing_says_w_dot_g_is_a_dot_product_only_where_it_was_read_as_w_times_g():
+    # g - w . g and g - w * g both drop the w in front; only the second also reads w . g as w * g
+    from helpers.exercises.checker_backward import ELEMENTWISE_DOT
+    with_sum, with_product = (diagnose(fn, piece="softmax_backward")
+                              for fn in (backward_no_leading_w, backward_g_minus_w_times_g))
+    assert with_sum.mistake == with_product.mistake == "leading_weights_missing"
+    assert ELEMENTWISE_DOT not in with_sum.text and "not w * g" not in with_sum.text
+    assert ELEMENTWISE_DOT in with_product.text
+
+
+def test_a_loop_over_heads_that_drops_the_masks_head_axis_is_right_and_one_that_keeps_it_is_named():
+    # padding_mask(is_real, num_heads=2) is (B, 1, 1, n): against one head's (B, n, n) scores it broadcasts
+    # to (B, B, n, n); a loop that drops the head axis (mha_per_head_loop) is right
+    assert diagnose(mha_per_head_loop, piece="multi_head_attention").correct
+    verdict = diagnose(mha_loop_whole_mask, piece="multi_head_attention")
+    assert verdict.mistake == "head_axis" and "padding mask with its head axis" in verdict.text
+    assert "mask[..., 0, :, :]" in verdict.text
+
+
+def test_positional_encoding_with_its_arguments_swapped_is_named_not_a_numpy_error():
+    verdict = diagnose(pe_arguments_swapped, piece="positional_encoding")
+    assert verdict.mistake == "arguments_swapped", verdict.text
+    assert "positional_encoding(n, d_model)" in verdict.text and "broadcast" not in verdict.text
 
 
 RIGHT_OTHER_WAYS = [

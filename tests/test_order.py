@@ -408,12 +408,15 @@ def test_the_build_cell_of_06_checks_the_workbook_and_stores_not_attempted():
 
 def test_the_sinusoidal_entry_exercise_uses_the_checkers_keys():
     # one key per misconception (issue 21): every mistake the exercise names for a formula written wrong
-    # is a key of the positional_encoding checker; angle_only (the angle, not its sine) has no whole-array twin
+    # is a key of the positional_encoding checker; angle_only (the angle, not its sine), and the slips of
+    # writing the number down, sign_flipped (its sign dropped) and truncated (cut off after 3 decimals), have
+    # no whole-array twin
     from helpers.exercises import SinusoidalEntryExercise
     from helpers.exercises.checker_positions import FAULTS
     keys = set(SinusoidalEntryExercise(pos=8, column=3, d_model=16).mistakes)
     assert "exponent_i_over_d" in keys and "dropped_2" not in keys
-    assert keys - {"angle_only"} <= set(FAULTS)
+    assert "sign_flipped" in keys             # truncated is told after the variants, exactly -0.818
+    assert keys - {"angle_only", "sign_flipped"} <= set(FAULTS)
 
 
 def test_06s_sum_of_three_vectors_is_the_real_models_input():

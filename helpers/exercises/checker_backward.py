@@ -14,7 +14,8 @@ columns), ``diagonal_only``, ``passed_through``, ``sign_flipped`` (the keys
 of notebook 08's SoftmaxGradientExercise for the same mistakes) and
 ``unweighted_mean`` (g minus its plain mean, or its plain sum: the weights
 left out of the subtracted term), ``leading_weights_missing`` (g - w . g: the
-factor w in front dropped, the dot product written either way); ``one_row_only`` (the Jacobian
+factor w in front dropped, the dot product written either way; for g - w * g
+the verdict adds that w . g is one dot product per row); ``one_row_only`` (the Jacobian
 np.diag(w) - np.outer(w, w) of one row, which fails on a matrix) and
 ``no_keepdims`` (the sum w . g taken without keepdims=True: right on one row,
 on a square matrix it lines up with the key axis, on any other it raises).
@@ -27,6 +28,7 @@ import numpy as np
 
 from helpers.exercises import checker_numeric
 from helpers.exercises.battery import SOFTMAX_BACKWARD
+from helpers.exercises.runner import matches
 from helpers.training import softmax_backward
 
 __all__ = ["FAULTS", "PIECE"]
@@ -50,8 +52,7 @@ FAULTS = {
         "weighted by the softmax's own weights: np.sum(w * g, axis=-1, keepdims=True)."),
     "leading_weights_missing": (
         "terms", "You left out the factor w in front: the gradient is w * (g - np.sum(w * g, axis=-1, "
-        "keepdims=True)), each entry times its own weight (a key with weight 0 gets gradient 0). And w . g is "
-        "one dot product per row, np.sum(w * g, axis=-1, keepdims=True), not w * g."),
+        "keepdims=True)), each entry times its own weight (a key with weight 0 gets gradient 0)."),
     "sign_flipped": (
         "sign", "Your gradient has the wrong sign: J = diag(w) - w w^T, so it is w * (g - sum w g), not "
         "w * (sum w g - g)."),
@@ -68,6 +69,16 @@ FAULTS = {
         "softmax, so sum along the last axis: np.sum(w * g, axis=-1, keepdims=True)."),
 }
 """Every mistake the softmax_backward checker names: key -> (part, what it tells the learner)."""
+
+ELEMENTWISE_DOT = ("And w . g is one dot product per row, np.sum(w * g, axis=-1, keepdims=True), not w * g "
+                   "entry by entry.")
+"""Said after ``leading_weights_missing`` when the function computes g - w * g, the dot product read as w * g."""
+
+
+def _dot_as_product(args, out):
+    """ELEMENTWISE_DOT when ``out`` is g - w * g (or its negative): the dot product written entry by entry."""
+    w, g = args["weights"], args["grad_weights"]
+    return ELEMENTWISE_DOT if matches(out, g - w * g) or matches(out, w * g - g) else None
 
 
 def _model(args, faults):
@@ -92,5 +103,6 @@ PIECE = checker_numeric.Piece(
     name="softmax_backward", cases=SOFTMAX_BACKWARD, arguments=("weights", "grad_weights"),
     expected=lambda a: softmax_backward(a["weights"], a["grad_weights"]), model=_model, faults=FAULTS,
     shape="(..., n), as weights", returns="the gradient of the scores",
-    hint="Compare it with the Jacobian for one row: (np.diag(w) - np.outer(w, w)) @ g.")
+    hint="Compare it with the Jacobian for one row: (np.diag(w) - np.outer(w, w)) @ g.",
+    notes={"leading_weights_missing": _dot_as_product})
 

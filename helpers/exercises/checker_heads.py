@@ -11,7 +11,7 @@ learner's function gave):
     merge_heads(x)              the same four keys, for the way back
     multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)
                                 scale_by_d_model, no_output_projection, reshape_without_transpose,
-                                no_scaling, single_head, mask_ignored
+                                no_scaling, single_head, mask_ignored, head_axis
 
 ``multi_head_attention`` may return the output or (output, weights); the
 output is checked. Its ``reshape_without_transpose`` is a reshape alone in
@@ -23,7 +23,9 @@ its mask (helpers.course.BUILT_IN), not that the multi-head function is
 wrong. Its mask (True = may attend) is read from the signature like
 attention's, and its battery gives only masks whose meaning is
 unambiguous: none, a causal mask (n, n), and a padding mask with its head
-axis (B, 1, 1, n).
+axis (B, 1, 1, n). A loop over heads that hands each head's attention that
+whole mask broadcasts it to (B, B, n, n) (``head_axis``, the padding_mask
+checker's key for the same mask meeting scores without a head axis).
 """
 
 from __future__ import annotations
@@ -136,6 +138,11 @@ MULTI_HEAD_FAULTS = {
     "mask_ignored": (
         "mask", "Your function ignores the mask, so hidden keys still get weight. Pass it to each head's "
         "attention: np.where(mask, scores, -np.inf) before the softmax (it broadcasts over the heads)."),
+    "head_axis": (
+        "mask", "Your per-head attention sees the mask's head axis: a mask (B, 1, 1, n) against one head's scores "
+        "(B, n, n) broadcasts to (B, B, n, n), every sentence against every sentence's padding. Drop it "
+        "(mask[..., 0, :, :], shape (B, 1, n)) when you loop over heads, or split the heads first and attend "
+        "once, so that the head axis meets the heads."),
 }
 """Every mistake the multi_head_attention checker names: key -> (part, what it tells the learner)."""
 
@@ -165,6 +172,16 @@ def _multi_head(args, faults):
 
     wrong = "reshape_without_transpose"
     ways = [(wrong, wrong), (wrong, None), (None, wrong)] if wrong in faults else [(None, None)]   # (split, merge)
+    if "head_axis" in faults and mask is not None and mask.ndim > 2:   # a loop over heads, each given the whole mask
+        def one_head_at_a_time(split):
+            Q, K, V = (_split(X @ args[W], h, split) for W in ("W_Q", "W_K", "W_V"))
+            outs = []
+            for k in range(h):
+                S = Q[..., k, :, :] @ np.swapaxes(K[..., k, :, :], -1, -2) * scale
+                outs.append(_softmax(np.where(mask, S, -np.inf)) @ V[..., k, :, :])   # (B, B, n, d_k)
+            return np.concatenate(outs, axis=-1)
+        merged = [one_head_at_a_time(split) for split in {split for split, _ in ways}]
+        return [m if "no_output_projection" in faults else m @ args["W_O"] for m in merged]
     found = {split: heads(split) for split in {split for split, _ in ways}}
     merged = [_merge(found[split], merge) for split, merge in ways]
     return [m if "no_output_projection" in faults else m @ args["W_O"] for m in merged]

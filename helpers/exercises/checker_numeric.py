@@ -49,6 +49,8 @@ class Piece:
     shape: the output's shape in words ("(..., num_heads, n, d_k)"). returns: what to return ("the heads").
     pair: the function may return (output, weights); the output is checked.
     hint: what to compare when no fault explains the output.
+    notes: key -> (args, output) -> a sentence or None: said after that fault's text when the output of the
+    first input that went wrong calls for it (a fault written two ways, each needing its own words).
     """
 
     name: str
@@ -62,6 +64,7 @@ class Piece:
     hint: str
     optional: dict = field(default_factory=dict)
     pair: bool = False
+    notes: dict = field(default_factory=dict)
 
     def check(self, fn, time_limit):
         """Run ``fn`` on this piece's battery and return its Diagnosis (what diagnose calls)."""
@@ -164,6 +167,18 @@ def _size(a):
     return max(1.0, float(finite.max())) if finite.size else 1.0
 
 
+def _note(piece, key, run):
+    """The fault's note for this run's output (" " and the sentence), or ""."""
+    if key not in piece.notes or run.out is None:
+        return ""
+    try:
+        with np.errstate(all="ignore"):
+            said = piece.notes[key](run.case.args, run.out)
+    except Exception:                      # a note never turns a verdict into a crash
+        return ""
+    return " " + said if said else ""
+
+
 def check(piece, fn, time_limit):
     """Run ``fn`` on the piece's battery and return its Diagnosis (never raises because of ``fn``)."""
     places = {name: parameter(fn, names, position, default_none=True) or ("keyword", names[0])
@@ -198,7 +213,7 @@ def check(piece, fn, time_limit):
                          first.case.name, piece.name)
     keys = _explain(piece, runs)
     if keys is not None:
-        text = "\n".join(piece.faults[k][1] for k in keys)
+        text = "\n".join(piece.faults[k][1] + _note(piece, k, first) for k in keys)
         return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}", first.case.name, piece.name)
     key, text = _unexplained(piece, first, name)
     return Diagnosis(False, key, f"{text}\n{where}{also}", first.case.name, piece.name)

@@ -10,7 +10,9 @@ instead of 10000^(2i/d); ``column_as_i`` and ``two_i_plus_one``: the column
 number in place of i or 2i; ``multiplied``: pos times 10000^(2i/d)), the
 unit (``degrees``), the positions (``positions_from_one``) and the axes
 (``transposed``: shape (d_model, n), positions on the columns; the key of
-the exercises' matrices with rows and columns swapped). The keys
+the exercises' matrices with rows and columns swapped), and the signature
+(``arguments_swapped``: written as positional_encoding(d_model, n), so the
+battery's calls fn(n, d_model) swap the two). The keys
 exponent_i_over_d, column_as_i, two_i_plus_one, multiplied, sin_cos_swapped
 and degrees are those of notebook 06's SinusoidalEntryExercise for the same
 mistakes.
@@ -54,12 +56,20 @@ FAULTS = {
     "transposed": (
         "axes", "Your encoding is transposed: positions on the columns, features on the rows, shape (d_model, n). "
         "Row pos must be the vector of position pos, shape (n, d_model): pos runs down, the columns across."),
+    "arguments_swapped": (
+        "arguments", "Arguments in the wrong order? Your function reads its first argument as d_model and its "
+        "second as n; it is called positional_encoding(n, d_model), and with the two swapped it gives the right "
+        "encoding. Put n first: def positional_encoding(n, d_model)."),
 }
 """Every mistake the positional_encoding checker names: key -> (part, what it tells the learner)."""
 
 
 def _model(args, faults):
     n, d_model = args["n"], args["d_model"]
+    if "arguments_swapped" in faults:                                  # def positional_encoding(d_model, n)
+        n, d_model = d_model, n
+        if d_model % 2:
+            return None                                                # an odd width: the learner's slices refuse it
     pos = np.arange(n, dtype=float)[:, None] + (1.0 if "positions_from_one" in faults else 0.0)
     column = np.arange(d_model)
     two_i = column - column % 2                                        # 2i for both columns of pair i

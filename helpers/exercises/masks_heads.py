@@ -218,6 +218,7 @@ class WeightsCountExercise(_NumericExercise):
             d_model = _whole(d_model, "d_model")
             if d_model % num_heads:
                 raise ValueError(f"d_model must divide by num_heads = {num_heads}; got d_model = {d_model}")
+        self.n, self.num_heads, self.d_model = n, num_heads, d_model    # the inputs, for the notebook to print
         self.expected = np.asarray(float(num_heads * n * n))
         self.atol = 0.5
         self.shape_note = "a count is one number"
@@ -226,11 +227,11 @@ class WeightsCountExercise(_NumericExercise):
                   "its diagonal.")
         variants = [
             ("one_head",
-             f"That is n × n = {n * n}, the weights of one head. Every head has its own n × n matrix.",
+             f"That is n × n = {n * n:,}, the weights of one head. Every head has its own n × n matrix.",
              float(n * n)),
             ("split_like_features",
              "The features are split among the heads, but the weights are not: each head scores every query "
-             f"against every key, so each has all n × n = {n * n} of them.", n * n / num_heads),
+             f"against every key, so each has all n × n = {n * n:,} of them.", n * n / num_heads),
             ("one_per_token",
              "That is one weight per head per token. A head has one weight for every (query, key) pair.",
              float(num_heads * n)),
@@ -241,8 +242,8 @@ class WeightsCountExercise(_NumericExercise):
         ]
         if d_model is not None:
             d_k = d_model // num_heads
-            same = (f" (here also 4 × d_model² = {4 * d_model ** 2:,}, the layer's parameters, which are not its "
-                    "weights either)") if n * d_model == 4 * d_model ** 2 else ""
+            same = (f" (here also 4 × d_model² = {4 * d_model ** 2:,}, the layer's parameters, which are not "
+                    "attention weights either)") if n * d_model == 4 * d_model ** 2 else ""
             variants += [
                 ("multiply_adds",
                  f"That is num_heads × n × n × d_k = {num_heads * n * n * d_k:,}, the multiply-adds of the scores: "

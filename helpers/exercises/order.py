@@ -7,7 +7,7 @@ import numpy as np
 
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.exercises.base import ChoiceExercise, _Names, _NumericExercise, _code, _index, _matrix
-from helpers.exercises.feedback import EXACT_ATOL, _comment, _fmt
+from helpers.exercises.feedback import EXACT_ATOL, Feedback, _comment, _fmt, _read
 from helpers.hull import convex_weights, edge_beyond, hull_position
 from helpers.positions import sinusoidal_positional_encoding
 
@@ -95,6 +95,10 @@ class SinusoidalEntryExercise(_NumericExercise):
     encoding (0 .. d_model - 1); d_model: even whole number >= 2. The answer
     is PE[pos, column] = sin(pos / 10000^(2i / d_model)) for column = 2i,
     cos(same) for column = 2i + 1. Tolerance: half a unit in the third decimal.
+    Besides the formula's mistakes, the checker names a dropped sign
+    (``sign_flipped``) and the value cut off after 3 decimals instead of
+    rounded (``truncated``, exactly that value), where these differ from the
+    right answer.
     """
 
     def __init__(self, pos, column, d_model):
@@ -135,7 +139,13 @@ class SinusoidalEntryExercise(_NumericExercise):
              "so that later pairs turn more slowly.", trig(pos * 10000.0 ** (2 * i / d_model))),
             ("angle_only",
              f"That is the angle itself, {_fmt(angle)} radians. The entry is its {name}.", np.asarray(angle)),
+            ("sign_flipped",
+             f"The sign is flipped: {name}({_fmt(angle)} rad) = {float(self.expected):.4f}. Check the sign your "
+             f"calculator shows, and keep it.", -self.expected),
         ])
+        self.truncated = np.trunc(self.expected * 1000) / 1000           # cut off after 3 decimals, not rounded
+        self.truncated_text = (f"You cut the number off after 3 decimals; round it: {float(self.expected):.4f} -> "
+                               f"{float(self.expected):.3f}.")
         self.hint_text = (f"Column {column} is {'even' if name == 'sin' else 'odd'}, so it is a {name}. Its pair "
                           f"number is i = {column} // 2 = {i}. The angle is pos / 10000^(2i / d_model), in radians.")
         self.solution_text = _code([
@@ -146,6 +156,16 @@ class SinusoidalEntryExercise(_NumericExercise):
         ])
         self.correct_note = (f"PE[{pos}, {column}] = {name}({pos} / 10000^({2 * i}/{d_model})) = {name}({_fmt(angle)} rad) "
                              f"= {float(self.expected):.4f}.")
+
+    def _whole_feedback(self, answer):
+        """As for any number, but the value cut off after 3 decimals (exactly) is ``truncated``, not "Not yet":
+        it lies just beyond the tolerance, too near the right answer to be a variant told apart by far."""
+        found = super()._whole_feedback(answer)
+        if found.mistake == "different":
+            arr, problem = _read(answer)
+            if problem is None and arr.shape == () and abs(float(arr) - float(self.truncated)) <= 1e-9:
+                return Feedback(False, "truncated", self.truncated_text)
+        return found
 
 
 class CausalOrderExercise(ChoiceExercise):
