@@ -502,6 +502,24 @@ def test_grading_tallies_every_students_keys(tmp_path, capsys):
     assert "neg_inf_nan" in capsys.readouterr().out
 
 
+def test_grading_with_block_runs_each_students_encoder_block_on_the_real_model(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import grade_workbooks
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    pristine = tmp_path / "a" / "workbook.py"
+    pristine.parent.mkdir()
+    pristine.write_text(workbook_source())
+    worked = tmp_path / "b" / "workbook.py"      # the worked solutions of every piece, the block among them
+    worked.parent.mkdir()
+    worked.write_text("from helpers.exercises.solutions import *  # noqa\n"
+                      "from helpers.exercises.solutions import encoder_block\n")
+    assert "encoder_block" not in grade_workbooks.grade(pristine)          # only with block=True
+    assert grade_workbooks.grade(pristine, block=True)["encoder_block"] == "not_attempted"
+    assert grade_workbooks.grade(worked, block=True)["encoder_block"] == "correct"
+
+
 def test_the_guide_lists_the_keys_each_checker_names():
     import re
     guide = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")

@@ -1,10 +1,12 @@
 """Grade a class's workbooks: run diagnose on every piece of every student's workbook.py and tally the keys.
 
-Usage: .venv/bin/python tools/grade_workbooks.py hand-ins/*/workbook.py
+Usage: .venv/bin/python tools/grade_workbooks.py [--block] hand-ins/*/workbook.py
 
 Prints one line per workbook (each piece's verdict key: "correct", a
 misconception key, or "not_attempted"), then how many students each key
 concerns, a key joined with "+" counting once for each of its parts.
+With --block, each workbook's encoder_block is graded too, by
+check_your_block against the real model's layers (a few seconds a student).
 Importing a workbook runs its code: run this only on hand-ins you would
 run in your own notebook.
 """
@@ -18,8 +20,11 @@ from helpers.exercises import PIECES, diagnose
 from helpers.exercises.solutions import function_name
 
 
-def grade(path):
-    """{piece: key} for one workbook file; {"workbook": "import_error"} when it cannot be imported."""
+def grade(path, block=False):
+    """{piece: key} for one workbook file; {"workbook": "import_error"} when it cannot be imported.
+
+    block: also grade encoder_block with check_your_block (it loads the real model), under "encoder_block".
+    """
     spec = importlib.util.spec_from_file_location(f"workbook_{abs(hash(str(path)))}", path)
     module = importlib.util.module_from_spec(spec)
     try:
@@ -30,6 +35,10 @@ def grade(path):
     for piece in PIECES:
         fn = getattr(module, function_name(piece), None)
         found[piece] = "missing" if fn is None else (diagnose(fn, piece=piece).mistake or "correct")
+    if block:
+        from helpers.exercises import check_your_block
+        fn = getattr(module, "encoder_block", None)
+        found["encoder_block"] = "missing" if fn is None else (check_your_block(fn).mistake or "correct")
     return found
 
 
@@ -42,8 +51,8 @@ def tally(grades):
     return counts
 
 
-def main(paths):
-    grades = {str(path): grade(Path(path)) for path in paths}
+def main(paths, block=False):
+    grades = {str(path): grade(Path(path), block) for path in paths}
     for path, found in grades.items():
         print(path + ": " + ", ".join(f"{piece} {key}" for piece, key in found.items()))
     print()
@@ -53,4 +62,5 @@ def main(paths):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    arguments = sys.argv[1:]
+    main([a for a in arguments if a != "--block"], block="--block" in arguments)
