@@ -476,7 +476,8 @@ def test_diagnose_accepts_right_functions_written_other_ways(piece, fn):
 # Grading a class's workbooks
 # --------------------------------------------------------------------------
 
-def test_grading_tallies_every_students_keys(tmp_path, capsys):
+def _grading_tool_and_pristine_workbook(tmp_path):
+    """tools/grade_workbooks.py as a module, and a workbook of stubs at tmp_path/a/workbook.py."""
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         import grade_workbooks
@@ -485,6 +486,11 @@ def test_grading_tallies_every_students_keys(tmp_path, capsys):
     pristine = tmp_path / "a" / "workbook.py"
     pristine.parent.mkdir()
     pristine.write_text(workbook_source())
+    return grade_workbooks, pristine
+
+
+def test_grading_tallies_every_students_keys(tmp_path, capsys):
+    grade_workbooks, pristine = _grading_tool_and_pristine_workbook(tmp_path)
     partly = tmp_path / "b" / "workbook.py"
     partly.parent.mkdir()
     partly.write_text(workbook_source().replace(
@@ -503,14 +509,7 @@ def test_grading_tallies_every_students_keys(tmp_path, capsys):
 
 
 def test_grading_with_block_runs_each_students_encoder_block_on_the_real_model(tmp_path):
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import grade_workbooks
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-    pristine = tmp_path / "a" / "workbook.py"
-    pristine.parent.mkdir()
-    pristine.write_text(workbook_source())
+    grade_workbooks, pristine = _grading_tool_and_pristine_workbook(tmp_path)
     worked = tmp_path / "b" / "workbook.py"      # the worked solutions of every piece, the block among them
     worked.parent.mkdir()
     worked.write_text("from helpers.exercises.solutions import *  # noqa\n"
