@@ -15,16 +15,19 @@ from helpers.exercises.solutions import WORKED
 from helpers.positions import apply_rope
 
 
-def _rope(x, positions=None, exponent=lambda i, d: -2 * i / d, sign=1.0, start=0.0, use_given=True, half=False):
+def _rope(x, positions=None, exponent=lambda i, d: -2 * i / d, sign=1.0, start=0.0, use_given=True, half=False,
+          unit=1.0, concatenated=False):
     x = np.asarray(x, dtype=float)
     n, d = x.shape[-2], x.shape[-1]
     m = np.arange(n) + start if positions is None or not use_given else np.asarray(positions, dtype=float)
     out = np.array(x, dtype=float)
     for i in range(d // 2):
         a, b = (i, i + d // 2) if half else (2 * i, 2 * i + 1)
-        angle = sign * m * 10000.0 ** exponent(i, d)
+        angle = sign * m * 10000.0 ** exponent(i, d) * unit
         out[..., a] = x[..., a] * np.cos(angle) - x[..., b] * np.sin(angle)
         out[..., b] = x[..., a] * np.sin(angle) + x[..., b] * np.cos(angle)
+    if concatenated:                       # right pairs, written back as all first features, then all second
+        out = np.concatenate([out[..., 0::2], out[..., 1::2]], axis=-1)
     return out
 
 
@@ -36,7 +39,17 @@ LEARNERS = {
     "positions_ignored": lambda x, positions=None: _rope(x, positions, use_given=False),
     "rotate_half_layout": lambda x, positions=None: _rope(x, positions, half=True),
     "rotation_sign+rotate_half_layout": lambda x, positions=None: _rope(x, positions, sign=-1.0, half=True),
+    "pair_index_ignored": lambda x, positions=None: _rope(x, positions, exponent=lambda i, d: 0.0),
+    "not_rotated": lambda x, positions=None: np.array(x, dtype=float),
+    "degrees": lambda x, positions=None: _rope(x, positions, unit=np.pi / 180),
+    "not_interleaved": lambda x, positions=None: _rope(x, positions, concatenated=True),
+    "positions_from_one+positions_ignored": lambda x, positions=None: _rope(x, positions, start=1.0, use_given=False),
 }
+
+
+def test_the_new_keys_say_what_went_wrong():
+    assert "Nothing turned: your output equals x." in diagnose(LEARNERS["not_rotated"], piece="rope").text
+    assert "out[..., 0::2] and out[..., 1::2]" in diagnose(LEARNERS["not_interleaved"], piece="rope").text
 
 
 def rope_complex(x, positions=None):

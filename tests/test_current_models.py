@@ -23,11 +23,14 @@ NS = run_in_process(NOTEBOOKS_DIR / "10_current_models.ipynb")
 # (mistake, what the learner types); None: right.
 CASES = {
     "ex_pair": [
-        (None, "a = 50 * 10000 ** (-2 * 1 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
-        (None, "answer = [0.638, 0.918]"),
-        ("rotation_sign", "a = -50 * 10000 ** (-2 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
-        ("frequency_exponent", "a = 50 * 10000 ** (-1 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
-        ("degrees", "a = np.radians(50 * 10000 ** (-2 / 4))\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        (None, "a = 200 * 10000 ** (-2 * 1 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        (None, "answer = [-0.871, 0.701]"),
+        ("rotation_sign", "a = -200 * 10000 ** (-2 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        ("frequency_exponent", "a = 200 * 10000 ** (-1 / 4)\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        ("degrees", "a = np.radians(200 * 10000 ** (-2 / 4))\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        ("pair_index_ignored", "a = 200\nanswer = [np.cos(a) - 0.5 * np.sin(a), np.sin(a) + 0.5 * np.cos(a)]"),
+        ("not_rotated", "answer = [1, 0.5]"),
+        ("pair_swapped", "a = 200 * 10000 ** (-2 * 1 / 4)\nanswer = [np.sin(a) + 0.5 * np.cos(a), np.cos(a) - 0.5 * np.sin(a)]"),
         ("not_attempted", "answer = ..."),
     ],
     "ex_bytes": [
@@ -38,6 +41,9 @@ CASES = {
         ("cache_layers_forgotten", "answer = 2 * 4 * 128 * 8192 * 2 / 2**20"),
         ("bits_for_bytes", "answer = 2 * 28 * 4 * 128 * 8192 * 16 / 2**20"),
         ("decimal_megabytes", "answer = 2 * 28 * 4 * 128 * 8192 * 2 / 1e6"),
+        ("keys_only", "answer = 2 * 28 * 4 * 128 * 8192 / 2**20"),      # bytes forgotten: the same 224, one message
+        ("answered_in_bytes", "answer = 2 * 28 * 4 * 128 * 8192 * 2"),
+        ("answered_in_gib", "answer = 2 * 28 * 4 * 128 * 8192 * 2 / 2**30"),
         ("not_attempted", "answer = ..."),
     ],
     "ex_reach": [
@@ -65,6 +71,8 @@ PHRASES = {
     "rotation_sign": "the other way", "frequency_exponent": "10000^(-i/d)", "degrees": "degree mode",
     "query_heads_counted": "query heads", "keys_only": "the factor 2", "cache_layers_forgotten": "left out the layers",
     "bits_for_bytes": "bytes a number", "decimal_megabytes": "10^6 bytes",
+    "pair_index_ignored": "pair 0's rate", "not_rotated": "Nothing turned", "pair_swapped": "swapped",
+    "answered_in_bytes": "size in bytes", "answered_in_gib": "size in GiB",
     "window_times_layers": "counts the token itself in every layer", "one_layer_only": "one layer's reach",
     "self_not_counted": "own position", "windows_multiplied": "do not multiply",
     "layouts_interchangeable": "right on its own", "still_relative": "no longer cancel",
@@ -85,6 +93,15 @@ def test_each_answer_gets_the_feedback_that_names_it(exercise, key, code):
     assert PHRASES[key] in feedback.text, feedback.text
 
 
+def test_forgetting_the_bytes_is_named_beside_the_keys_only():
+    # at 2 bytes a number both slips give half the answer: the one message names both
+    text = NS["ex_bytes"].feedback(224).text
+    assert "the factor 2" in text and "numbers, not bytes" in text, text
+    apart = KVCacheBytesExercise(28, 28, 4, 128, 8192, bits=32)                  # 4 bytes: the slips differ
+    assert {"keys_only", "bytes_forgotten"} <= set(apart.mistakes)
+    assert apart.feedback(2 * 28 * 4 * 128 * 8192 / 2**20).mistake == "bytes_forgotten"
+
+
 @pytest.mark.parametrize("exercise", ["ex_pair", "ex_bytes", "ex_reach"])
 def test_every_named_mistake_is_typed_told_apart_and_carries_only_its_phrase(exercise):
     ex = NS[exercise]
@@ -98,8 +115,8 @@ def test_every_named_mistake_is_typed_told_apart_and_carries_only_its_phrase(exe
 
 
 def test_the_right_answers_are_computed_from_the_inputs():
-    # By hand: angle 50 * 10000^(-2/4) = 0.5 rad; (cos 0.5 - 0.5 sin 0.5, sin 0.5 + 0.5 cos 0.5).
-    np.testing.assert_allclose(NS["ex_pair"].expected, [np.cos(0.5) - 0.5 * np.sin(0.5), np.sin(0.5) + 0.5 * np.cos(0.5)])
+    # By hand: angle 200 * 10000^(-2/4) = 2 rad; (cos 2 - 0.5 sin 2, sin 2 + 0.5 cos 2).
+    np.testing.assert_allclose(NS["ex_pair"].expected, [np.cos(2) - 0.5 * np.sin(2), np.sin(2) + 0.5 * np.cos(2)])
     assert NS["ex_bytes"].expected == 448      # by hand: 2 * 28 * 4 * 128 * 8192 * 2 bytes = 448 * 2^20
     assert WindowReachExercise(window=4096, layers=32).expected == 131041               # Mistral 7B's span, k x (W - 1) + 1
     # The notebook's own GiB line: Mistral 7B's sizes (Jiang et al. 2023, table 1), 2 bytes a number.

@@ -6,11 +6,15 @@
 for the token at position m (Su et al. 2021, RoFormer, section 3.4.2, eq. 34).
 Each misconception is one part of the formula written another way: the
 frequencies (``frequency_exponent``: 10000^(-i/d) instead of 10000^(-2i/d);
-``frequency_inverted``: 10000^(+2i/d)), the direction (``rotation_sign``),
-the positions (``positions_from_one``, ``positions_ignored``) and the pairing
+``frequency_inverted``: 10000^(+2i/d); ``pair_index_ignored``: pair 0's rate
+for every pair), the direction (``rotation_sign``; ``not_rotated``: x given
+back), the unit (``degrees``, notebook 06's key), the positions
+(``positions_from_one`` when none are given, ``positions_ignored``; the two
+together are positions from 1 whatever is given) and the pairing
 (``rotate_half_layout``: feature i turned with feature i + d/2, the layout of
 several libraries, valid when queries and keys both use it, but not the
-paper's pairing this piece asks for).
+paper's pairing this piece asks for; ``not_interleaved``: the right pairs,
+written back as all first features, then all second).
 """
 
 from __future__ import annotations
@@ -34,16 +38,28 @@ FAULTS = {
         "sign", "You turned each pair the other way (by -m theta_i). The paper's rotation is "
         "out[2i] = x[2i] cos - x[2i+1] sin, out[2i+1] = x[2i] sin + x[2i+1] cos. (Turning queries and keys both the "
         "other way would still give relative scores, but it is not the rotation asked for.)"),
+    "pair_index_ignored": (
+        "frequency", "Every pair of yours turns at pair 0's rate, one radian per position. Pair i turns at "
+        "10000^(-2i/d): compute one rate per pair, 10000.0 ** (-np.arange(0, d, 2) / d)."),
+    "not_rotated": (
+        "sign", "Nothing turned: your output equals x. Turn pair (2i, 2i + 1) of the token at position m by the "
+        "angle m theta_i."),
+    "degrees": (
+        "unit", "Your angles are read as degrees. np.cos and np.sin take radians, and so does the formula: "
+        "m theta_i is the angle in radians."),
     "positions_from_one": (
-        "positions", "Your positions start at 1. With positions=None the first token is at position 0, where "
+        "start", "Your positions start at 1. With positions=None the first token is at position 0, where "
         "nothing turns: m = np.arange(n)."),
     "positions_ignored": (
-        "positions", "You ignored the positions given and used 0 .. n-1 always. Use them when they are not None "
+        "given", "You ignored the positions given and used 0 .. n-1 always. Use them when they are not None "
         "(fractions allowed)."),
     "rotate_half_layout": (
         "layout", "You paired feature i with feature i + d/2 (the 'rotate half' layout of several libraries). That is "
         "a valid rotary embedding when queries and keys both use it, but this piece asks for the paper's pairing: "
         "neighbours (2i, 2i + 1), x[..., 0::2] and x[..., 1::2]."),
+    "not_interleaved": (
+        "layout", "Your pairs are turned right but written back as all first features, then all second: put "
+        "out[..., 0::2] and out[..., 1::2] back in place."),
 }
 """Every mistake the rope checker names: key -> (part, what it tells the learner)."""
 
@@ -52,19 +68,27 @@ def _model(args, faults):
     x = np.asarray(args["x"], dtype=float)
     n, d = x.shape[-2], x.shape[-1]
     given = args["positions"]
-    m = np.arange(n, dtype=float) if given is None or "positions_ignored" in faults else np.asarray(given, float)
-    if given is None and "positions_from_one" in faults:
+    if "not_rotated" in faults:
+        return np.array(x)
+    counted = given is None or "positions_ignored" in faults          # 0 .. n-1 (or 1 .. n) counted, not read
+    m = np.arange(n, dtype=float) if counted else np.asarray(given, float)
+    if counted and "positions_from_one" in faults:
         m = m + 1.0
     exponent = {"frequency_exponent": -np.arange(d // 2) / d,
-                "frequency_inverted": np.arange(0, d, 2) / d}.get(
+                "frequency_inverted": np.arange(0, d, 2) / d,
+                "pair_index_ignored": np.zeros(d // 2)}.get(
         next((f for f in faults if FAULTS[f][0] == "frequency"), None), -np.arange(0, d, 2) / d)
     angle = m[:, None] * 10000.0 ** exponent * (-1.0 if "rotation_sign" in faults else 1.0)
+    if "degrees" in faults:
+        angle = np.deg2rad(angle)
     cos, sin = np.cos(angle), np.sin(angle)
     first, second = ((slice(0, d // 2), slice(d // 2, d)) if "rotate_half_layout" in faults
                      else (slice(0, d, 2), slice(1, d, 2)))
     out = np.empty(x.shape)
-    out[..., first] = x[..., first] * cos - x[..., second] * sin
-    out[..., second] = x[..., first] * sin + x[..., second] * cos
+    turned = x[..., first] * cos - x[..., second] * sin, x[..., first] * sin + x[..., second] * cos
+    if "not_interleaved" in faults:
+        first, second = slice(0, d // 2), slice(d // 2, d)
+    out[..., first], out[..., second] = turned
     return out
 
 

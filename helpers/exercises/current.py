@@ -18,8 +18,9 @@ class RopePairExercise(_NumericExercise):
     pair: the two features (x[2i], x[2i+1]) of a query or key; position: m >= 0; i: the pair's index;
     d: the width (even, > 2i). The answer is the turned pair: angle m * 10000^(-2i/d),
     (x0 cos - x1 sin, x0 sin + x1 cos). Named mistakes: ``rotation_sign`` (turned the other way),
-    ``frequency_exponent`` (10000^(-i/d)), ``degrees`` (the angle read in degrees). rotation_sign and
-    frequency_exponent are the rope checker's keys for the same mistakes, degrees notebook 06's.
+    ``frequency_exponent`` (10000^(-i/d)), ``degrees`` (the angle read in degrees), ``pair_index_ignored``
+    (pair 0's rate, angle m), ``not_rotated`` (the pair given back) and ``pair_swapped`` (the right pair,
+    its two numbers swapped). All but pair_swapped are the rope checker's keys for the same mistakes.
     """
 
     def __init__(self, pair, position, i, d):
@@ -49,6 +50,11 @@ class RopePairExercise(_NumericExercise):
             ("degrees", "Your calculator or code was in degree mode. np.cos and np.sin take radians, and so does the "
              "formula.",
              turned(np.deg2rad(self.angle))),
+            ("pair_index_ignored", f"You used pair 0's rate, one radian per position: angle {m:g}. Pair i = {i} turns "
+             f"at 10000^(-2i/d) = {theta:g} radians per position.", turned(m)),
+            ("not_rotated", "Nothing turned: that is the pair as given. Turn it by the angle m theta_i.", [x0, x1]),
+            ("pair_swapped", "Your two numbers are the right ones, swapped: the first is x0 cos - x1 sin.",
+             self.expected[::-1]),
         ])
         self.hint_text = (f"First the rate theta_i = 10000^(-2i/d), then the angle m theta_i in radians. "
                           "Then turn the pair counterclockwise by that angle.")
@@ -67,8 +73,10 @@ class KVCacheBytesExercise(_NumericExercise):
     Each layer caches a key and a value (d_k numbers each) per token for each of its num_kv_heads
     key/value heads (Ainslie et al. 2023); bits: 16 for 16-bit numbers. Named mistakes:
     ``query_heads_counted`` (num_heads in place of num_kv_heads), ``keys_only`` (K or V forgotten),
-    ``cache_layers_forgotten``, ``bits_for_bytes`` (bits counted as bytes), ``decimal_megabytes``
-    (10^6 bytes, not 2^20). keys_only and cache_layers_forgotten are notebook 08's KVCacheSizeExercise's keys.
+    ``cache_layers_forgotten``, ``bits_for_bytes`` (bits counted as bytes), ``bytes_forgotten`` (numbers,
+    not bytes: at 2 bytes a number the same as keys_only, and one message then says both), ``decimal_megabytes``
+    (10^6 bytes, not 2^20), ``answered_in_bytes`` and ``answered_in_gib`` (the right size in another unit).
+    keys_only and cache_layers_forgotten are notebook 08's KVCacheSizeExercise's keys.
     """
 
     def __init__(self, num_layers, num_heads, num_kv_heads, d_k, n, bits=16):
@@ -94,8 +102,14 @@ class KVCacheBytesExercise(_NumericExercise):
              total / L / MiB if L > 1 else None),
             ("bits_for_bytes", f"You counted {bits} bytes a number. A {bits}-bit number takes {size} bytes.",
              total * 8 / MiB),
+            ("bytes_forgotten", f"You counted numbers, not bytes: each {bits}-bit number takes {size} bytes.",
+             total / size / MiB if size > 1 else None),
             ("decimal_megabytes", "That is in megabytes of 10^6 bytes. A MiB is 2^20 = 1,048,576 bytes.",
              total / 1e6),
+            ("answered_in_bytes", f"That is the size in bytes, {total:,}. The question asks for MiB: divide by 2^20.",
+             total),
+            ("answered_in_gib", f"That is the size in GiB (2^30 bytes), {total / 2**30:g}. The question asks for MiB "
+             "(2^20 bytes): 1,024 times that.", total / 2**30),
         ]
         self._set_variants([(k, m, v) for k, m, v in variants if v is not None])
         self.hint_text = ("Per token, per layer: a key and a value for each key/value head, d_k numbers each. "
