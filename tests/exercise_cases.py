@@ -462,7 +462,6 @@ CASES = {
             (None, "answer = 'b'"),
             (None, "answer = '(B)'"),
             ("chose_a", "answer = 'a'", "looking at itself tells bank nothing"),
-            ("chose_c", "answer = 'c'", "loud but random"),
             ("not_a_choice", "answer = 'd'"),
             ("not_attempted", "answer = ..."),
         ],
