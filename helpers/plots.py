@@ -287,7 +287,14 @@ def weights_heatmap(weights, query_labels, key_labels, title, ax=None, decimals=
     return fig
 
 
-def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", ax=None):
+def _label_place(offset):
+    """annotate's xytext for a label ``offset`` (dx, dy) points from its point, with a thin leader line past 20."""
+    dx, dy = (float(v) for v in offset)
+    leader = dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3) if dx * dx + dy * dy > 400 else None
+    return {"xytext": (dx, dy), "arrowprops": leader}
+
+
+def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", ax=None, label_offsets=None):
     """Plot 2-D vectors as labelled points, with arrows for moved ones.
 
     points: array (n, 2), the vectors to mark (e.g. the token embeddings).
@@ -295,6 +302,10 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     moves: optional list of (start, end, label) pairs of 2-D points; each
         is drawn as an arrow from start to end, labelled at the end.
     axis_labels: names of the two dimensions.
+    label_offsets: optional dict label -> (dx, dy), where that point's label
+        goes, in points from the point (default (6, 4), above right), so that
+        labels of nearby points do not overlap (one moved more than 20 points
+        away is joined to its point by a thin line); a move's label may be given too.
     Past ANNOTATE_MAX_TOKENS points only every k-th point is labelled (at
     most ANNOTATE_MAX_TOKENS labels, as "position: label"), and the title
     says so.
@@ -305,6 +316,9 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     if P.ndim != 2 or P.shape[1] != 2 or P.shape[0] == 0:
         raise ValueError(f"points must have shape (n, 2) with n >= 1; got {P.shape}")
     labels = _labels(labels, P.shape[0], "labels")
+    offsets = dict(label_offsets or {})
+    if any(not (isinstance(v, (tuple, list)) and len(v) == 2) for v in offsets.values()):
+        raise ValueError(f"label_offsets must map labels to (dx, dy) pairs in points; got {label_offsets!r}")
     if ax is None:
         fig, ax = plt.subplots(figsize=(4.6, 4.0), layout="constrained")
     else:
@@ -313,14 +327,15 @@ def plane_plot(points, labels, moves=None, axis_labels=("x1", "x2"), title="", a
     step = max(1, -(-len(P) // ANNOTATE_MAX_TOKENS))  # past ANNOTATE_MAX_TOKENS points, label every k-th
     for i in range(0, len(P), step):
         ax.annotate(labels[i] if step == 1 else f"{i}: {labels[i]}", tuple(P[i]), textcoords="offset points",
-                    xytext=(6, 4), fontsize=10)
+                    fontsize=10, **_label_place(offsets.get(labels[i], (6, 4))))
     if step > 1:
         title += f"\n({len(P)} points, over {ANNOTATE_MAX_TOKENS}: 1 in {step} labelled, as position: label)"
     for start, end, label in moves or []:
         ax.annotate("", xy=end, xytext=start,
                     arrowprops=dict(arrowstyle="->", color="tab:blue", lw=2), zorder=4)
         ax.scatter([end[0]], [end[1]], color="tab:blue", marker="D", zorder=5)
-        ax.annotate(label, end, textcoords="offset points", xytext=(6, -12), color="tab:blue", fontsize=10)
+        ax.annotate(label, end, textcoords="offset points", color="tab:blue", fontsize=10,
+                    **_label_place(offsets.get(label, (6, -12))))
     everything = np.vstack([P] + [np.array([s, e]) for s, e, _ in (moves or [])])
     lo, hi = everything.min(axis=0), everything.max(axis=0)
     pad = 0.15 * max(float((hi - lo).max()), 1e-9)

@@ -464,7 +464,7 @@ CASES = {
         "ex_rise": [
             (None, "answer = 'b'"),
             (None, "answer = '(B)'"),
-            ("chose_a", "answer = 'a'", "bank itself"),
+            ("chose_a", "answer = 'a'", "looking at itself tells bank nothing"),
             ("not_a_choice", "answer = 'd'"),
             ("not_attempted", "answer = ..."),
         ],

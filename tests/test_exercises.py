@@ -708,3 +708,12 @@ def test_zero_gradient_exercise_measures_which_weights_learn_nothing():
     # a read-out of zeros stops W_V too: {W_Q, W_K, W_V} is no option, and the instructor is told
     with pytest.raises(ValueError, match="W_V.*no option"):
         ZeroGradientExercise({**p, "W_out": np.zeros_like(p["W_out"])}, *one_word)
+
+
+def test_a_wrong_choice_in_notebook_09_does_not_give_the_measured_answer_away():
+    # ex_rise's measured weights ("deciding word 0.159 -> 1.000") name the answer: only the right choice shows them
+    ex = NAMESPACES["09_learning.ipynb"]["ex_rise"]
+    assert "Measured on the held-out sentences" in ex.feedback(ex.answer).text
+    for wrong in set("abc") - {ex.answer}:
+        text = ex.feedback(wrong).text
+        assert "Measured" not in text and "->" not in text, text

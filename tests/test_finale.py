@@ -326,3 +326,61 @@ def test_the_heatmap_claims_exercise_names_each_wrong_claim():
     for key, words in (("a", "evidence, not explanation"), ("b", "number 3 by length"), ("d", "far from 1")):
         f = ex.feedback(key)
         assert not f.correct and f.mistake == f"chose_{key}" and words in f.text
+
+
+WORKBOOK_WITH_K_T = '''
+import numpy as np
+from helpers.attention import split_heads
+
+
+def attention(Q, K, V, mask=None):
+    scores = Q @ {transpose} / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)
+    w = np.exp(scores - np.where(np.isfinite(top), top, 0.0))     # a row with every key hidden: all zeros
+    total = w.sum(axis=-1, keepdims=True)
+    w = w / np.where(total > 0, total, 1.0)
+    return w @ V, w
+
+
+def encoder_block(x, params, num_heads, mask=None):
+    {body}
+'''
+
+
+def workbook_module(tmp_path, name, **parts):
+    import importlib.util
+    path = tmp_path / f"{name}.py"
+    path.write_text(WORKBOOK_WITH_K_T.format(**parts), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_error_raised_in_the_learners_own_attention_is_told_as_theirs_with_its_fix(model, tmp_path):
+    # K.T reverses every axis of the (12, n, 32) keys: the block's call of attention raises inside attention
+    wb = workbook_module(tmp_path, "wb_k_t", transpose="K.T", body="""
+    Q, K, V = (split_heads(x @ params["W_" + r] + params["b_" + r], num_heads) for r in "QKV")
+    return attention(Q, K, V)[0].sum()""")
+    v = check_your_block(wb.encoder_block, model)
+    assert not v.correct and v.mistake == "batch_transpose"
+    assert "the error came from your attention, which encoder_block calls" in v.text
+    assert "diagnose(workbook.attention" in v.text and "np.swapaxes(K, -1, -2)" in v.text
+
+
+def test_a_right_attention_given_wrong_shapes_by_the_block_is_said_to_be_right(model, tmp_path):
+    # attention is right; the block passes unsplit queries (n, 384) with split keys (12, n, 32), so attention raises
+    wb = workbook_module(tmp_path, "wb_shapes", transpose="np.swapaxes(K, -1, -2)", body="""
+    K, V = (split_heads(x @ params["W_" + r] + params["b_" + r], num_heads) for r in "KV")
+    return attention(x @ params["W_Q"], K, V)[0]""")
+    v = check_your_block(wb.encoder_block, model)
+    assert not v.correct and v.mistake == "raised"
+    assert "came from your attention" in v.text and "diagnose finds attention right alone" in v.text
+
+
+def test_an_error_in_the_block_itself_is_the_blocks(model, tmp_path):
+    wb = workbook_module(tmp_path, "wb_own", transpose="np.swapaxes(K, -1, -2)", body="return x @ params['W_1'].T")
+    v = check_your_block(wb.encoder_block, model)
+    assert v.mistake == "raised" and "came from" not in v.text and v.text.startswith("On layer 0, encoder_block:")

@@ -86,3 +86,18 @@ def test_environment_check(capsys, tmp_path):
     req.write_text("numpy==0.0.1\n")
     assert check_environment(["numpy"], req) is False
     assert "DIFFERENT" in capsys.readouterr().out
+
+
+def test_plane_plot_puts_a_label_where_it_is_told_with_a_leader_when_far():
+    fig = plane_plot(np.array([[0.0, 0.0], [1.0, 1.0]]), ["near", "far"], moves=[((0, 0), (1, 0), "q")],
+                     label_offsets={"near": (-12, -10), "far": (40, -30), "q": (6, 8)})
+    texts = {t.get_text(): t for t in fig.axes[0].texts}
+    assert texts["near"].xyann == (-12, -10) and texts["near"].arrow_patch is None     # 16 points away: no line
+    assert texts["far"].xyann == (40, -30) and texts["far"].arrow_patch is not None    # 50 points away: a leader
+    assert texts["q"].xyann == (6, 8)
+    plt.close(fig)
+    fig = plane_plot(np.array([[0.0, 0.0]]), ["a"])
+    assert fig.axes[0].texts[0].xyann == (6, 4)                                       # the default, above right
+    plt.close(fig)
+    with pytest.raises(ValueError, match="label_offsets must map labels to"):
+        plane_plot(np.array([[0.0, 0.0]]), ["a"], label_offsets={"a": 3})

@@ -118,3 +118,29 @@ def test_index_page_is_the_course_map():
         else:
             assert f"href='{stem}.html'" not in page and re.search(re.escape(title) + r" <em>\(coming\)</em>", page)
     assert page.count("<tr>") == len(COURSE) + 1
+
+
+def test_export_html_prints_its_usage_for_help_and_writes_no_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for flag in ("-h", "--help"):
+        with pytest.raises(SystemExit) as stop:
+            export_html.main([flag])
+        assert stop.value.code == 0 and "SITE_FOLDER" in capsys.readouterr().out
+    assert not any(tmp_path.iterdir())                       # no folder named "--help"
+    options = export_html.parse_args(["out", "notebooks/01_river_bank.ipynb"])
+    assert options.site == Path("out") and options.notebooks == [Path("notebooks/01_river_bank.ipynb")]
+    assert export_html.parse_args([]).site == export_html.SITE
+
+
+def test_execute_notebooks_takes_a_timeout_and_prints_its_usage_for_help(capsys):
+    import execute_notebooks
+    assert execute_notebooks.parse_args(["a.ipynb"]).timeout == execute_notebooks.DEFAULT_TIMEOUT == 120
+    options = execute_notebooks.parse_args(["--timeout", "300", "a.ipynb", "b.ipynb"])
+    assert options.timeout == 300 and options.notebooks == ["a.ipynb", "b.ipynb"]
+    with pytest.raises(SystemExit) as stop:
+        execute_notebooks.main(["--help"])                   # usage, not a notebook called "--help"
+    assert stop.value.code == 0 and "--timeout SECONDS" in capsys.readouterr().out
+    for bad in ([], ["--timeout", "0", "a.ipynb"], ["--timeout", "soon", "a.ipynb"]):
+        with pytest.raises(SystemExit) as stop:
+            execute_notebooks.parse_args(bad)
+        assert stop.value.code == 2

@@ -1,6 +1,8 @@
 """Re-execute notebooks in place, each in a fresh kernel started in its own folder.
 
-Usage: python tools/execute_notebooks.py notebooks/*.ipynb
+Usage: python tools/execute_notebooks.py [--timeout SECONDS] NOTEBOOK.ipynb ...
+(--timeout: the most seconds one cell may run before the run stops with an error; default 120.
+Raise it on a loaded machine, e.g. --timeout 300 for notebook 11.)
 
 This is how stored outputs are regenerated (the Makefile's execute target),
 so that nbval's comparison checks what a fresh run really prints. Timing
@@ -10,8 +12,8 @@ ids derived from the notebook's name and their order, so a re-run changes a
 notebook only where its outputs change.
 """
 
+import argparse
 import hashlib
-import sys
 from pathlib import Path
 
 import nbformat
@@ -19,7 +21,11 @@ from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 
-def execute(path, timeout=120):
+#: Seconds one cell may run before nbclient stops the run (``--timeout``).
+DEFAULT_TIMEOUT = 120
+
+
+def execute(path, timeout=DEFAULT_TIMEOUT):
     """Run the notebook at ``path`` in place; ``timeout``: seconds one cell may take."""
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
@@ -46,13 +52,24 @@ def stable_widget_ids(nb, name):
     return nbformat.reads(text, as_version=4)
 
 
-def main(paths):
-    if not paths:
-        sys.exit("usage: python tools/execute_notebooks.py NOTEBOOK.ipynb ...")
-    for p in paths:
+def parse_args(args):
+    parser = argparse.ArgumentParser(
+        description="Re-execute notebooks in place, each in a fresh kernel started in its own folder.")
+    parser.add_argument("notebooks", nargs="+", metavar="NOTEBOOK.ipynb", help="the notebooks to re-execute")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"the most seconds one cell may run before the run stops (default {DEFAULT_TIMEOUT})")
+    options = parser.parse_args(args)
+    if options.timeout <= 0:
+        parser.error(f"--timeout must be a positive number of seconds, got {options.timeout:g}")
+    return options
+
+
+def main(args=None):
+    options = parse_args(args)
+    for p in options.notebooks:
         print(f"executing {p}", flush=True)
-        execute(p)
+        execute(p, timeout=options.timeout)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -1,7 +1,7 @@
 """Export the course to static HTML pages in site/ (``make html``), for handouts and reading offline.
 
 Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
-(default: site/ and every notebook of the course map that exists).
+(default: site/ and every notebook of the course map that exists; -h/--help prints this usage).
 
 - Each notebook becomes SITE/NN_topic.html through nbconvert's HTML exporter,
   with the template tools/html_template/course (the lab look, nothing loaded
@@ -19,6 +19,7 @@ Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
 
 from __future__ import annotations
 
+import argparse
 import html
 import shutil
 import re
@@ -129,11 +130,20 @@ def export_site(site=SITE, paths=None):
     return pages
 
 
-def main(args):
-    site = Path(args[0]) if args else SITE
-    pages = export_site(site, [Path(a) for a in args[1:]] or None)
-    print(f"wrote {len(pages)} pages and index.html to {site}")
+def parse_args(args):
+    parser = argparse.ArgumentParser(description="Export the course to static HTML pages (make html).")
+    parser.add_argument("site", nargs="?", default=SITE, type=Path, metavar="SITE_FOLDER",
+                        help="the folder to write the pages to (default: site/ of the repository)")
+    parser.add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK.ipynb",
+                        help="the notebooks to export (default: every notebook of the course map that exists)")
+    return parser.parse_args(args)
+
+
+def main(args=None):
+    options = parse_args(args)
+    pages = export_site(options.site, options.notebooks or None)
+    print(f"wrote {len(pages)} pages and index.html to {options.site}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -297,6 +297,37 @@ def _bound_words(bound):
                                   " (the precision your block computes in)")
 
 
+def _raised_in_piece(error, fn):
+    """(name, function) of the piece of ``fn``'s own module (workbook.py) whose code raised ``error``, when
+    it is another function than ``fn`` and one that :func:`diagnose` checks (attention, split_heads, ...); else None.
+    The deepest frame of that module in the traceback is the one that raised."""
+    from helpers.exercises.diagnose import PIECES
+    code = getattr(fn, "__code__", None)
+    if error is None or code is None:
+        return None
+    frame, tb = None, error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == code.co_filename:
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    if frame is None or frame.f_code.co_name == code.co_name or frame.f_code.co_name not in PIECES:
+        return None
+    piece = frame.f_globals.get(frame.f_code.co_name)
+    return (frame.f_code.co_name, piece) if callable(piece) else None
+
+
+def _piece_raised(run, name, layer, piece, piece_fn):
+    """(key, text) for a block whose error came from another workbook piece: that piece's own diagnosis."""
+    text = (f"On layer {layer}, the error came from your {piece}, which {name} calls: "
+            + raised_words(run, piece) + f"\nCheck {piece} on its own with diagnose(workbook.{piece}, "
+            f"piece=\"{piece}\"). Inside the block it gets a batch of heads, shape (12, n, 32).")
+    found = diagnose(piece_fn, piece=piece)
+    if found.correct or found.mistake in ("not_attempted", "too_slow", "interrupted", "exit"):
+        return "raised", text + (f" diagnose finds {piece} right alone: check what {name} passes to it."
+                                 if found.correct else "")
+    return found.mistake, text + f" diagnose says:\n{found.text}"
+
+
 def check_your_block(fn, model=None, time_limit=10.0):
     """Judge your encoder block against the real model, layer by layer; never raises because of ``fn``.
 
@@ -315,7 +346,9 @@ def check_your_block(fn, model=None, time_limit=10.0):
     embedding (the mean over the tokens, length 1); (3) the river sentence
     padded to 12 tokens with the padding mask, whose embedding must not move.
     A wrong layer 0 is matched against :data:`BLOCK_FAULTS` (each a small
-    model of one mistake). Returns a :class:`BlockVerdict`; the bounds it
+    model of one mistake). An error raised inside another function of your
+    workbook that ``diagnose`` checks (your attention, say) is told as that
+    function's, with diagnose's verdict on it and its key (batch_transpose, ...). Returns a :class:`BlockVerdict`; the bounds it
     states are :data:`BOUNDS`, never digits of rounding noise.
     """
     if not callable(fn):
@@ -356,6 +389,9 @@ def check_your_block(fn, model=None, time_limit=10.0):
                           f"{len(run.value)} things, the first of x's shape (an (output, weights) pair, as "
                           f"attention returns?). Return only the output array, shape {x.shape}: "
                           "return x, not (x, weights).")
+        inner = _raised_in_piece(run.error, fn)
+        if inner is not None:
+            return None, _piece_raised(run, name, layer, *inner)
         if run.error is not None or run.value is None or run.problem is not None:
             key = "raised" if run.error is not None else "returned_none" if run.value is None else "not_numbers"
             return None, (key, f"On layer {layer}, {name}: " + raised_words(run, name)
@@ -484,7 +520,7 @@ def heatmap_claims(layer, head, weight, weight_in_mixed, key_rank, apart, off):
                   f"{weight_in_mixed:.2f} to river (section 6).",
              "b": "The row alone cannot say why: that needs the keys' lengths and the other queries' rows. Here "
                   f"river's key is number {key_rank} by length and wins on direction (section 6).",
-             "c": "Right. The weights are the softmax of the scores, which keeps their order: the largest weight "
+             "c": "The weights are the softmax of the scores, which keeps their order: the largest weight "
                   "is the largest score. That is all the row itself says.",
              "d": "The row cannot tell you that: it needs the experiment. Switched off, the two banks' cosine "
                   f"rises from {apart:.4f} to {off:.4f}, far from 1 (section 6)."},
