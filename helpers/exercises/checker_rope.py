@@ -51,15 +51,15 @@ FAULTS = {
         "start", "Your positions start at 1. With positions=None the first token is at position 0, where "
         "nothing turns: m = np.arange(n)."),
     "positions_ignored": (
-        "given", "You ignored the positions given and used 0 .. n-1 always. Use them when they are not None "
-        "(fractions allowed)."),
+        "given", "You ignored the positions given and counted your own (0, 1, 2, ...) always. Use them when they "
+        "are not None (fractions allowed)."),
     "rotate_half_layout": (
         "layout", "You paired feature i with feature i + d/2 (the 'rotate half' layout of several libraries). That is "
         "a valid rotary embedding when queries and keys both use it, but this piece asks for the paper's pairing: "
         "neighbours (2i, 2i + 1), x[..., 0::2] and x[..., 1::2]."),
     "not_interleaved": (
-        "layout", "Your pairs are turned right but written back as all first features, then all second: put "
-        "out[..., 0::2] and out[..., 1::2] back in place."),
+        "layout", "Your pairs are turned right but written back as all first features, then all second "
+        "(out[..., :d//2], out[..., d//2:]): write the two results into out[..., 0::2] and out[..., 1::2] instead."),
 }
 """Every mistake the rope checker names: key -> (part, what it tells the learner)."""
 
