@@ -181,6 +181,31 @@ def test_the_new_ways_of_the_block_faults_are_among_them():
     assert {"transpose": "heads_as_queries"} in _fault_flags("reshape_without_transpose")
     assert _fault_flags("residual_from_block_input") == ({"residual": (True, "input")},)
     assert _fault_flags("layer_norm_1_reused") == ({"second_norm": "_1"},)
+    # The second fresh review: b_O alone dropped, a right split with a reshape-only merge, PyTorch's eps.
+    assert {"biases": "out"} in _fault_flags("no_biases")
+    assert {"transpose": "merge"} in _fault_flags("reshape_without_transpose")
+    assert _fault_flags("wrong_eps") == ({"eps": 1e-5},)
+
+
+def test_a_wrong_eps_is_named_though_it_stays_within_the_float32_bound(model):
+    # eps = 1e-5 (PyTorch's default) moves layer 0 by less than 1e-4, the bound a float32 block passes within;
+    # the model's own is params["eps"] (1e-12, the config's layer_norm_eps): named, in float64 and in float32.
+    def with_eps(dtype):
+        def block(x, params, num_heads, mask=None):
+            p = {k: v.astype(dtype) if isinstance(v, np.ndarray) else v for k, v in params.items()}
+            return _block(x.astype(dtype), {**p, "eps": 1e-5}, num_heads, mask).astype(dtype)
+        return block
+    for dtype in (np.float64, np.float32):
+        v = check_your_block(with_eps(dtype), model)
+        assert not v.correct and v.mistake == "wrong_eps" and "1e-12" in v.text, (dtype, v.text)
+
+
+def test_a_float64_block_with_a_float32_step_passes_without_claiming_its_precision(model):
+    def rounds_x_to_float32(x, params, num_heads, mask=None):
+        return _block(x.astype(np.float32).astype(np.float64), params, num_heads, mask)
+    v = check_your_block(rounds_x_to_float32, model)
+    assert v.correct and v.bound_layer > 1e-9, v.text
+    assert "the precision your block computes in" not in v.text and "more than float64 rounding" in v.text
 
 
 def test_a_learners_own_reshape_without_the_swap_is_named(model):

@@ -180,25 +180,27 @@ class BlockVerdict(Feedback):
 
 
 def _block(x, p, num_heads, mask=None, *, residual=(True, True), post_ln=True, act="gelu", scale="d_k",
-           biases=True, transpose=True, norm=True, second_norm="_2"):
+           biases=True, transpose=True, norm=True, second_norm="_2", eps=None):
     """One BERT encoder layer, with one or more of the mistakes a learner makes switched on.
 
     The right layer (every flag at its default) is the post-LN block of Vaswani et al. (2017, sec. 3.1),
     which BERT keeps (Devlin et al. 2019, sec. 3): x = LN(x + MultiHead(x)); x = LN(x + GELU(x W_1 + b_1) W_2
     + b_2) (Vaswani et al. 2017, sec. 3.1-3.3). The mistakes: residual (attention's, the FFN's): False leaves
     it out, "input" adds the block's input instead of the stream; biases: False drops every projection's
-    bias, "qkv" those of W_Q, W_K, W_V only; transpose: False cuts and merges the heads with reshapes alone,
-    "split" cuts them with a reshape alone (merged right), "heads_as_queries" reshapes to (n, num_heads, d_k)
-    and never swaps, so each token attends across its own heads; second_norm="_1": gamma_1, beta_1 in both
-    LayerNorms.
+    bias, "qkv" those of W_Q, W_K, W_V only, "out" b_O only; transpose: False cuts and merges the heads with
+    reshapes alone, "split" cuts them with a reshape alone (merged right), "merge" merges them with a reshape
+    alone (cut right), "heads_as_queries" reshapes to (n, num_heads, d_k) and never swaps, so each token
+    attends across its own heads; second_norm="_1": gamma_1, beta_1 in both LayerNorms; eps: LayerNorm's
+    epsilon in place of p["eps"] (None: p["eps"], the model's 1e-12).
     """
     x_in = x
     n, d_model = x.shape[-2], x.shape[-1]
     d_k = d_model // num_heads
-    ln = (lambda t, g, b: _layer_norm(t, g, b, p["eps"])) if norm else (lambda t, g, b: t)
+    eps = p["eps"] if eps is None else eps
+    ln = (lambda t, g, b: _layer_norm(t, g, b, eps)) if norm else (lambda t, g, b: t)
 
     def split(t):
-        if transpose is True:
+        if transpose in (True, "merge"):
             return np.swapaxes(t.reshape(t.shape[:-1] + (num_heads, d_k)), -2, -3)
         if transpose == "heads_as_queries":
             return t.reshape(t.shape[:-1] + (num_heads, d_k))             # (n, heads, d_k): never swapped
@@ -210,7 +212,7 @@ def _block(x, p, num_heads, mask=None, *, residual=(True, True), post_ln=True, a
         return t.reshape(t.shape[:-3] + (n, d_model))
 
     def attend(h):
-        b_qkv = (lambda name: p[name]) if biases is True else (lambda name: 0.0)
+        b_qkv = (lambda name: p[name]) if biases in (True, "out") else (lambda name: 0.0)
         b_O = p["b_O"] if biases in (True, "qkv") else 0.0
         Q, K, V = (split(h @ p["W_" + r] + b_qkv("b_" + r)) for r in "QKV")
         s = Q @ np.swapaxes(K, -1, -2) * {"d_k": d_k ** -0.5, "d_model": d_model ** -0.5, "none": 1.0}[scale]
@@ -258,10 +260,11 @@ BLOCK_FAULTS = {
     "scale_by_d_model": ({"scale": "d_model"}, "it divides the scores by sqrt(d_model) = sqrt(384); each head "
                                                "divides by sqrt(d_k) = sqrt(384 / 12) = sqrt(32)."),
     "no_scaling": ({"scale": "none"}, "it does not divide the scores by sqrt(d_k) = sqrt(32)."),
-    "no_biases": (({"biases": False}, {"biases": "qkv"}),
+    "no_biases": (({"biases": False}, {"biases": "qkv"}, {"biases": "out"}),
                   "it leaves out biases of the projections: q = x W_Q + b_Q, and the same for k (b_K), "
                   "v (b_V) and the output (W_O, b_O)."),
-    "reshape_without_transpose": (({"transpose": False}, {"transpose": "split"}, {"transpose": "heads_as_queries"}),
+    "reshape_without_transpose": (({"transpose": False}, {"transpose": "split"}, {"transpose": "merge"},
+                                   {"transpose": "heads_as_queries"}),
                                   "it cuts the heads with a reshape alone, which mixes features across heads "
                                   "(or, without the swap, attends across one token's heads instead of across "
                                   "tokens): reshape to (n, num_heads, d_k), then swap the first two axes to "
@@ -275,6 +278,8 @@ BLOCK_FAULTS = {
     "layer_norm_1_reused": ({"second_norm": "_1"},
                             "its second LayerNorm uses gamma_1 and beta_1 again; each LayerNorm has its own: "
                             "the one after the feed-forward pair takes gamma_2 and beta_2."),
+    "wrong_eps": ({"eps": 1e-5}, "its LayerNorm adds eps = 1e-5 to the variance (PyTorch's default); this model's "
+                                 "is params['eps'] = 1e-12: read it from params."),
 }
 
 
@@ -292,9 +297,17 @@ def _gap(a, b):
     return float(np.max(np.abs(a - b)))
 
 
-def _bound_words(bound):
-    return f"within {bound:g}" + (" (float64 rounding)" if bound <= 1e-9 else
-                                  " (the precision your block computes in)")
+def _bound_words(bound, dtype):
+    """'within <bound> (<why>)': float64 rounding, the precision of a block that returns less than float64, or
+    (a float64 block above float64 rounding) a formula or a float32 step that differs slightly from the model's."""
+    if bound <= BOUNDS[0]:
+        why = "float64 rounding"
+    elif np.dtype(dtype) != np.float64:
+        why = "the precision your block computes in"
+    else:
+        why = ("more than float64 rounding, though your block returns float64: a step computed in float32, "
+               "or a formula slightly off the model's")
+    return f"within {bound:g} ({why})"
 
 
 def _raised_in_piece(error, fn):
@@ -358,6 +371,7 @@ def check_your_block(fn, model=None, time_limit=10.0):
     name = fn_name(fn, "encoder_block")
     where = parameter(fn, ("mask", "attn_mask"), 3)
     changed = []                               # the runs that changed x or params in place
+    returned = []                              # the dtype each run returned (run.out is always float64)
 
     def run_block(x, layer, mask=None):
         kwargs = {}
@@ -408,6 +422,7 @@ def check_your_block(fn, model=None, time_limit=10.0):
             run.mutated += ("params",)
         if run.mutated:
             changed.append(run)
+        returned.append(np.asarray(run.value).dtype)
         return run.out, None
 
     def mutation():
@@ -424,11 +439,15 @@ def check_your_block(fn, model=None, time_limit=10.0):
         return BlockVerdict(False, *problem)
     gap = _gap(out, want)
     bound_layer = _bound(gap)
-    if bound_layer is None:
-        p0 = model.layer_parameters(0)
-        found = [key for key in BLOCK_FAULTS
-                 if any(matches(out, _block(x0, p0, model.num_heads, **flags), rtol=1e-5, atol=1e-6)
-                        for flags in _fault_flags(key))]
+    p0 = model.layer_parameters(0)
+
+    def is_fault(flags):   # out is the fault's model, and nearer to it than to the right layer (wrong_eps is near)
+        modelled = _block(x0, p0, model.num_heads, **flags)
+        return matches(out, modelled, rtol=1e-5, atol=1e-6) and _gap(out, modelled) < gap
+
+    found = [] if bound_layer is not None and bound_layer <= BOUNDS[0] else [
+        key for key in BLOCK_FAULTS if any(is_fault(flags) for flags in _fault_flags(key))]
+    if bound_layer is None or found:
         bank = river.index(QUERY)
         shown = side_by_side(out[bank, :6], want[bank, :6], left="yours", right="the model's")
         key = found[0] if found else "different"
@@ -440,7 +459,7 @@ def check_your_block(fn, model=None, time_limit=10.0):
     if changed:
         return mutation()
     lines = [f"Layer 0: with layer 0's weights, {name} gives the model's own output (hidden_states[1]) for all "
-             f"{len(river.tokens)} tokens, each of the {want.size} numbers {_bound_words(bound_layer)}."]
+             f"{len(river.tokens)} tokens, each of the {want.size} numbers {_bound_words(bound_layer, returned[-1])}."]
 
     # Stage 2: six blocks, from the embedding tables to the sentence embedding.
     gaps, embeddings = [], []
@@ -462,7 +481,7 @@ def check_your_block(fn, model=None, time_limit=10.0):
             "instead of its arguments?"]), bound_layer)
     cosine = float(embeddings[0] @ embeddings[1])
     lines.append(f"All {model.num_layers} layers: six of your blocks, one per layer, give the model's sentence "
-                 f"embedding of both sentences, each of the {2 * model.d_model} numbers {_bound_words(bound_model)}; "
+                 f"embedding of both sentences, each of the {2 * model.d_model} numbers {_bound_words(bound_model, returned[-1])}; "
                  f"the two sentences' cosine is {cosine:.3f}.")
 
     # Stage 3: the padding mask.
@@ -485,7 +504,7 @@ def check_your_block(fn, model=None, time_limit=10.0):
     if changed:
         return mutation()
     lines.append(f"Padded with {PADDED_TO - n} [PAD] tokens, with the padding mask: the same embedding, "
-                 f"{_bound_words(_bound(pad_gap))}. Every layer of the model's forward pass is now yours.")
+                 f"{_bound_words(_bound(pad_gap), returned[-1])}. Every layer of the model's forward pass is now yours.")
     return BlockVerdict(True, None, "\n".join(lines), bound_layer, bound_model)
 
 
