@@ -99,6 +99,27 @@ def test_a_dest_that_is_not_an_edition_is_never_replaced(tmp_path):
     assert (tmp_path / "mine.txt").read_text() == "keep me"
 
 
+def test_a_rebuild_keeps_the_git_folder_and_refuses_to_delete_files_it_does_not_make(tmp_path):
+    dest = tmp_path / "student"
+    (dest / ".git").mkdir(parents=True)                           # git init first: a folder of only .git is fine
+    (dest / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    tool.build(dest, notebooks=[NOTEBOOK], run=False)
+    (dest / "notes.md").write_text("the instructor's notes")
+    (dest / "notebooks" / "__pycache__").mkdir()
+    (dest / "notebooks" / "__pycache__" / "workbook.cpython-311.pyc").write_bytes(b"cache")
+    (dest / "Makefile").write_text("edited")                      # a file the edition makes: replaced
+    with pytest.raises(ValueError, match=r"holds files the student edition does not make: notes\.md\. .*--force"):
+        tool.build(dest, notebooks=[NOTEBOOK], run=False)
+    assert (dest / "Makefile").read_text() == "edited", "a refused rebuild deleted nothing"
+    with pytest.raises(ValueError, match=r"notebooks/07_limits\.ipynb"):   # a notebook the build no longer makes
+        tool.build(dest, notebooks=["04_masking"], run=False, force=False)
+    tool.build(dest, notebooks=[NOTEBOOK], run=False, force=True)
+    assert not (dest / "notes.md").exists() and "lab:" in (dest / "Makefile").read_text()
+    assert (dest / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    tool.build(dest, notebooks=[NOTEBOOK], run=False)              # nothing unknown left: rebuilt without asking
+    assert (dest / ".git" / "HEAD").is_file() and (dest / EDITION_FILE).is_file()
+
+
 # --------------------------------------------------------------------------
 # The flag: which notebooks keep their solutions
 # --------------------------------------------------------------------------

@@ -17,12 +17,19 @@ or those named with --keep. Tests, tools and INSTRUCTORS.md stay behind.
 Each notebook runs with JPY_SESSION_NAME set to its path, as a Jupyter
 server sets it, so a kept notebook shows its solutions; DEST/conftest.py
 sets it the same way for nbval in the edition. A DEST that exists is
-replaced only if it is an edition this tool made (it has edition.json).
+rebuilt only if it is an edition this tool made (it has edition.json) or
+holds nothing but a .git: a rebuild replaces every file the edition makes
+and keeps DEST/.git (and a .venv) as they are; it refuses, listing them,
+when DEST holds other files (your own notes, a notebook the build no
+longer makes), unless --force is given, which deletes them. Caches
+(__pycache__, .pytest_cache, .ipynb_checkpoints, JupyterLab's workspaces)
+go without asking.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -44,6 +51,11 @@ COPIED = ("helpers", "data", "jupyter", "binder", "requirements.txt", "requireme
 """What the edition takes from the course folder besides the notebooks (the Makefile is trimmed)."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "lab", "migrated")
 """What never goes into it: caches, and jupyter/'s files a running JupyterLab writes (.gitignore)."""
+
+KEPT = (".git", ".venv")
+"""What a rebuild leaves as it is: the repository an instructor makes inside the edition, and its virtual environment."""
+CACHES = ("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "lab", "migrated", ".pytest_cache", ".hypothesis")
+"""Files a rebuild removes without asking: what running the edition writes (IGNORED, and pytest's)."""
 
 CELL_TIMEOUT = 900
 """Seconds one cell may take while the edition is executed: the real model's cells of notebook 11 take
@@ -86,14 +98,57 @@ def student_makefile(text):
     return re.sub(r"^\.PHONY:.*$", ".PHONY: " + " ".join(targets), "\n\n".join(kept), count=1, flags=re.M)
 
 
-def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True):
+def _planned(names):
+    """The paths (relative to the edition) of every file a build of the notebooks ``names`` writes."""
+    planned = {Path("Makefile"), Path("conftest.py"), Path(EDITION_FILE)}
+    planned |= {Path("notebooks") / name for name in names}
+    for item in COPIED:
+        source = ROOT / item
+        if source.is_file():
+            planned.add(Path(item))
+        elif source.is_dir():
+            for folder, dirs, files in os.walk(source):
+                ignored = IGNORED(folder, dirs + files)
+                dirs[:] = [d for d in dirs if d not in ignored]
+                planned |= {(Path(folder) / f).relative_to(ROOT) for f in files if f not in ignored}
+    return planned
+
+
+def _clear(dest, planned, force):
+    """Empty an existing ``dest`` for a rebuild, keeping KEPT; raises ValueError (nothing deleted) when it is
+    not an edition, or holds files the build does not make and ``force`` is False."""
+    top = [p for p in dest.iterdir() if p.name not in KEPT]
+    if top and not (dest / EDITION_FILE).is_file():
+        raise ValueError(f"dest {dest} exists and is not a student edition (no {EDITION_FILE}); "
+                         "give a new folder, or remove it yourself")
+    unknown = []
+    for folder, dirs, files in os.walk(dest):
+        here = Path(folder).relative_to(dest)
+        dirs[:] = [d for d in dirs if not (here == Path(".") and d in KEPT)
+                   and not any(fnmatch.fnmatch(d, pattern) for pattern in CACHES)]
+        unknown += [str(here / f) for f in sorted(files) if here / f not in planned
+                    and not any(fnmatch.fnmatch(f, pattern) for pattern in CACHES)]
+    if unknown and not force:
+        shown = ", ".join(sorted(unknown)[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        raise ValueError(f"dest {dest} holds files the student edition does not make: {shown}. Move them out "
+                         "of it, or give --force to delete them (its .git and .venv are kept either way)")
+    for item in top:
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item)
+        else:
+            item.unlink()
+
+
+def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True, force=False):
     """Write the student edition into ``dest``; returns the paths of its notebooks.
 
     notebooks: course notebook names (default: every notebook in notebooks/). keep: the notebook file
     names that keep their solutions. run: re-execute each notebook there (False: copy them as stored,
     for a quick look at the folder; their stored outputs then still show the solutions).
-    Raises ValueError for a name that is not a course notebook, or a ``dest`` that exists and is not an
-    edition this tool made.
+    force: delete the files of an existing edition ``dest`` that the build does not make.
+    Raises ValueError for a name that is not a course notebook, a ``dest`` that exists and is not an
+    edition this tool made (or a folder holding only a .git), or an edition holding files the build does
+    not make (unless ``force``). A rebuild keeps ``dest``/.git and ``dest``/.venv.
     """
     dest = Path(dest).resolve()
     names = [notebook_name(n) for n in notebooks] if notebooks else sorted(
@@ -102,11 +157,8 @@ def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True):
     if dest == ROOT or ROOT.is_relative_to(dest):
         raise ValueError(f"dest must be a new folder, not the course folder or above it; got {dest}")
     if dest.exists():
-        if not (dest / EDITION_FILE).is_file():
-            raise ValueError(f"dest {dest} exists and is not a student edition (no {EDITION_FILE}); "
-                             "give a new folder, or remove it yourself")
-        shutil.rmtree(dest)
-    (dest / "notebooks").mkdir(parents=True)
+        _clear(dest, _planned(names), force)
+    (dest / "notebooks").mkdir(parents=True, exist_ok=True)
     for item in COPIED:
         source = ROOT / item
         if source.is_dir():
@@ -144,9 +196,11 @@ def main(argv=None):
     parser.add_argument("--notebooks", nargs="+", help="only these notebooks (default: all)")
     parser.add_argument("--keep", nargs="*", default=list(KEEP_SOLUTIONS),
                         help="notebooks that keep their solutions (default: helpers.edition.KEEP_SOLUTIONS)")
+    parser.add_argument("--force", action="store_true",
+                        help="rebuild an edition even where it holds files the build does not make (deleting them)")
     args = parser.parse_args(argv)
     try:
-        paths = build(args.dest, args.notebooks, args.keep)
+        paths = build(args.dest, args.notebooks, args.keep, force=args.force)
     except ValueError as exc:
         sys.exit(f"make_student_edition: {exc}")
     print(f"student edition: {len(paths)} notebooks in {args.dest}")
