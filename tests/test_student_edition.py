@@ -202,5 +202,58 @@ def test_a_choice_rules_out_one_wrong_option_and_never_one_of_two():
 def test_an_instructor_writes_the_steps_as_a_list():
     ex = exercise("Square a.", inputs={"a": 3.0}, answer=lambda a: a * a, hint=["Nudge.", "Multiply a by a."])
     assert [ex.hint().text.split("\n")[0] for _ in range(3)] == ["Nudge.", "Multiply a by a.", "Multiply a by a."]
+    three = exercise("Square a.", inputs={"a": 3.0}, answer=lambda a: a * a, hint=["Nudge.", "Square it.", "a * a."])
+    three.hint()
+    assert "Run this cell again for a stronger hint" in three.hint().text      # a step with a stronger one after it
+    assert "strongest hint" in three.hint().text
     with pytest.raises(ValueError, match="hint must be a text"):
         exercise("Square a.", inputs={"a": 3.0}, answer=lambda a: a * a, hint=[])
+
+
+def stored_solutions():
+    """(notebook, cell source, solution text) of every worked solution the course's notebooks store."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and ".solution()" in cell.source:
+                for out in cell.get("outputs", []):
+                    text = out.get("data", {}).get("text/plain") or out.get("text", "")
+                    if text.startswith("Solution (spoiler):\n"):
+                        found.append((path.stem, cell.source.split(".solution")[0].strip(), text.split("\n", 1)[1]))
+    return found
+
+
+def code_lines(text):
+    """The non-comment lines of a solution, stripped."""
+    return [line.split("#")[0].strip() for line in text.splitlines() if line.split("#")[0].strip()]
+
+
+def test_no_step_hint_is_the_whole_solution_but_a_last_line_that_only_names_its_values():
+    from helpers.exercises.base import _code_step      # what every exercise's derived second hint is made by
+
+    solutions = stored_solutions()
+    assert len(solutions) >= 30, "the notebooks store their worked solutions"
+    only_names = re.compile(r"^answer = [\[(]?\s*my_\w+(\s*,\s*my_\w+)*\s*[\])]?$")
+    trivial = []
+    for notebook, name, solution_text in solutions:
+        lines, step = code_lines(solution_text), _code_step(solution_text)
+        if step is None:
+            continue
+        shown_lines = code_lines(step.split("\n", 1)[1])
+        assert shown_lines[-1] == "answer = ..." and shown_lines[:-1] == lines[:len(shown_lines) - 1], name
+        if only_names.match(lines[-1]):
+            trivial.append(f"{notebook[:2]}:{name}")
+            assert not set(lines[:-1]) <= set(shown_lines), (notebook, name, step)
+    assert {"01:ex_causal", "02:ex_attention", "08:ex_step"} <= set(trivial), trivial
+
+
+def test_the_step_of_a_weights_matrix_leaves_the_softmax_to_the_learner():
+    from helpers.exercises import AttentionWeightsExercise
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    ex = AttentionWeightsExercise(X, np.eye(2), np.eye(2), labels=["a", "b", "c"], names={"X": "X", "W_Q": "W_Q",
+                                                                                           "W_K": "W_K"})
+    ex.hint()
+    step = ex.hint().text
+    assert "my_weights =" in ex.solution_text and "answer = my_weights" in ex.solution_text
+    assert "my_weights =" not in step and "np.exp" not in step and "\nanswer = ...\n" in step, step
