@@ -132,11 +132,11 @@ def test_the_table_counts_and_the_csv_rows(sample_results, tmp_path):
     report.write_csv(results, path)
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["student", "notebook", "exercise", "status", "mistake"]
+    assert rows[0] == ["student", "notebook", "exercise", "status", "mistake", "problems"]
     wrong = {r["student"]: r for r in results}["sample_wrong"]["checks"]
     assert sorted(map(tuple, rows[1:])) == sorted(
-        [("sample_right", "07_limits", e, "correct", "") for e in wrong]
-        + [("sample_wrong", "07_limits", e, "wrong", m) for e, (_, m) in wrong.items()])
+        [("sample_right", "07_limits", e, "correct", "", "") for e in wrong]
+        + [("sample_wrong", "07_limits", e, "wrong", m, "") for e, (_, m) in wrong.items()])
 
 
 def test_the_guides_example_shows_what_the_report_prints_for_these_hand_ins(sample_results):
@@ -229,6 +229,16 @@ def test_an_unreadable_notebook_is_reported_on_its_row(hostile):
     rows = report.rows(list(hostile.values()))
     assert ("dave", "dave", "", "unreadable", "") in rows
     assert ("bob", "01_river_bank", "01_river_bank:ex_other", "not_checked", "") in rows   # bob never checked it
+
+
+def test_the_csv_repeats_each_hand_ins_problems_on_its_rows(hostile, tmp_path):
+    report.write_csv(list(hostile.values()), tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    alice = [r for r in rows if r["student"] == "alice"]
+    assert alice and all({"cell_error", "printed_too_much", "deleted_files"} <= set(r["problems"].split(";"))
+                         for r in alice)
+    assert all("cell_timeout" in r["problems"].split(";") for r in rows if r["student"] == "bob")
 
 
 def test_a_notebook_over_its_time_limit_is_stopped_with_its_kernel(runs):

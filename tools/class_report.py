@@ -17,7 +17,8 @@ changed, and the temporary folders are removed.
 
 An exercise is found by its checker object, not by its cell: every
 ``ex.check(answer)`` is recorded under the exercise's stable id,
-``<notebook>:<name>`` (the name the notebook gives the checker, e.g.
+``<notebook>:<name>`` (the course notebook the file is a copy of, by its
+two-digit prefix, and the name the notebook gives the checker, e.g.
 ``04_masking:ex_sums``), and every ``diagnose(fn, piece=...)`` under
 ``<notebook>:diagnose:<piece>`` (``run_with_your_attention`` and
 ``check_your_block`` under their names). The last check of each exercise in
@@ -33,9 +34,15 @@ it, a key joined with "+" counting for each part, the most common one) and
 one row per student (their notebooks added up, with what went wrong running
 each: unreadable, a cell
 that raised, timed out, printed more than 100 kB, files deleted in its
-working folder). ``--csv FILE`` writes one row per student and exercise:
-student, notebook, exercise, status, mistake (a hand-in that could not be
-run gets one row with an empty exercise and its problem as the status).
+working folder, a file written beside it by ``../``: wrote_outside, a
+workbook.py that does not compile: workbook_import_error, a counted
+diagnose of a function not from workbook.py: not_workbook_function, two
+copies of one course notebook: duplicate_notebook, the one last modified
+run, a student folder without notebooks: no_notebooks). ``--csv FILE``
+writes one row per student and exercise: student, notebook, exercise,
+status, mistake, problems (the hand-in's, joined by ";"; a hand-in that
+could not be run gets one row with an empty exercise and its problem as
+the status).
 
 It never raises on a hand-in. It runs students' code: read the
 instructors' guide ("Grade a class") before you use it.
@@ -432,10 +439,12 @@ def report(results):
 
 
 def write_csv(results, path):
+    """The rows of :func:`rows` in a CSV file, each with a last column: its hand-in's problems, joined by ";"."""
+    problems = {(r["student"], r["notebook"]): ";".join(r["problems"]) for r in results}
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "notebook", "exercise", "status", "mistake"])
-        writer.writerows(rows(results))
+        writer.writerow(["student", "notebook", "exercise", "status", "mistake", "problems"])
+        writer.writerows((*row, problems.get(row[:2], "")) for row in rows(results))
 
 
 def main(argv=None):
