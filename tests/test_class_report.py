@@ -274,7 +274,7 @@ def make_odd(folder):
     nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell("ex.check(9.0)"),
                 nbformat.v4.new_code_cell("open('inside.txt', 'w').write('x')\nos.mkdir('sub')\n"
                                           "open('sub/../sub/deeper.txt', 'w').write('x')")]   # writes that stay inside
-    nbformat.write(nb, folder / "erin" / "01_river_bank_erin.ipynb")    # renamed by the student, modified last
+    nbformat.write(nb, folder / "erin" / ("01_river_bank_erin" + ".ipynb"))    # renamed by the student, modified last
     os.utime(folder / "erin" / "01_river_bank-Copy1.ipynb", (1_000_000_000, 1_000_000_000))
     (folder / "frank").mkdir()                                     # handed in nothing
     handin(folder, "gina", [

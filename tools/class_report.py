@@ -234,7 +234,7 @@ def find_handins(folder):
 
 def course_name(path):
     """The course notebook a hand-in is a copy of, matched by its two-digit prefix to helpers.course.COURSE
-    ('04_masking-Copy1.ipynb', '04_masking_alice.ipynb' -> '04_masking'), else the file's own name."""
+    ('04_masking-Copy1.ipynb', '04_masking_alice' -> '04_masking'), else the file's own name."""
     from helpers.course import COURSE
 
     stem = Path(path).stem
