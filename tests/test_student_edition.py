@@ -82,6 +82,19 @@ def test_the_edition_is_a_course_folder_of_its_own(edition):
     assert edition_settings(ROOT / "notebooks") == {}
 
 
+def test_the_editions_readme_is_its_own_and_names_nothing_it_lacks(edition):
+    readme = (edition / "README.md").read_text()
+    assert readme != (ROOT / "README.md").read_text() and f"notebooks/{NOTEBOOK}" in readme
+    for absent in ("solution()", "INSTRUCTORS", "tools/", "tests/", "make html", "make student"):
+        assert absent not in readme, absent
+    targets = set(re.findall(r"^([a-z]+):", (edition / "Makefile").read_text(), re.M))
+    named_targets = set(re.findall(r"\bmake ([a-z]+)", readme))
+    assert named_targets == {"lab", "test"} and named_targets <= targets
+    paths = [p for p in re.findall(r"`([^`\s]+)`", readme) if "/" in p or re.search(r"\.(py|ipynb|json|md|txt)$", p)]
+    assert paths and all((edition / p).exists() for p in paths), [p for p in paths if not (edition / p).exists()]
+    assert (edition / ".gitignore").read_text().startswith(".venv/")
+
+
 def test_nbval_passes_in_the_edition(edition):
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JPY_SESSION_NAME")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--nbval", f"notebooks/{NOTEBOOK}"],

@@ -5,7 +5,8 @@ Usage: .venv/bin/python tools/make_student_edition.py [DEST] [--notebooks NAME .
 
 DEST (default ``student/``) becomes a complete course folder that can be
 copied to a hub on its own: helpers/, data/, jupyter/, binder/, the
-requirements, pyproject.toml, README.md, a Makefile with the students'
+requirements, pyproject.toml, a README.md of its own (the students' start,
+course map and workbook), a .gitignore, a Makefile with the students'
 targets (``lab``, and ``test``: nbval of the notebooks), the pristine
 workbook of stubs, and every notebook (or those named with --notebooks,
 ``04_masking`` or ``04_masking.ipynb``), re-executed in a fresh kernel
@@ -47,8 +48,11 @@ from execute_notebooks import execute  # noqa: E402  (tools/ is not a package)
 from helpers.edition import EDITION_FILE, KEEP_SOLUTIONS  # noqa: E402
 
 COPIED = ("helpers", "data", "jupyter", "binder", "requirements.txt", "requirements-nodeps.txt",
-          "pyproject.toml", "README.md", "notebooks/workbook.py")
-"""What the edition takes from the course folder besides the notebooks (the Makefile is trimmed)."""
+          "pyproject.toml", "notebooks/workbook.py")
+"""What the edition takes from the course folder besides the notebooks (the Makefile is trimmed; the README
+and .gitignore are its own, written by :func:`student_readme` and from GITIGNORE)."""
+GITIGNORE = ".venv/\n__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\n.pytest_cache/\njupyter/lab/\njupyter/migrated\n"
+"""The edition's .gitignore, for the repository an instructor makes of it: what running it writes."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "lab", "migrated")
 """What never goes into it: caches, and jupyter/'s files a running JupyterLab writes (.gitignore)."""
 
@@ -98,9 +102,36 @@ def student_makefile(text):
     return re.sub(r"^\.PHONY:.*$", ".PHONY: " + " ".join(targets), "\n\n".join(kept), count=1, flags=re.M)
 
 
+def student_readme(names, keep):
+    """The edition's README.md: what it is, ``make lab`` and ``make test``, the map of its notebooks, and the
+    workbook (the pieces built in its notebooks). It names only what the edition holds."""
+    from helpers.course import BUILT_IN, COURSE
+
+    numbers = {name[:2] for name in names}
+    kept = [name for name in names if name in keep]
+    lines = ["# Attention, step by step: the student edition", "",
+             "Jupyter notebooks that teach attention, the computation at the heart of transformers, by hand:",
+             "small numbers you can check, then the functions you build yourself. In this edition the worked",
+             "solutions are withheld" + (f" (but in {', '.join(kept)})" if kept else "") + "; the hints stay:",
+             "run a hint cell again for a stronger hint, and ask your instructor when you are stuck.", "",
+             "## Start", "", "```", "make lab     # sets up .venv (Python 3.11) the first time, then opens JupyterLab",
+             "make test    # checks every notebook: a fresh run prints exactly what is stored", "```", "",
+             f"Open `notebooks/{names[0]}` first, then go in order.", "", "## The course map", ""]
+    lines += [f"- `notebooks/{name}`: {title}: {what}." for name, title, what in COURSE if name in names]
+    pieces = [f"`{piece}` ({where})" for piece, where in BUILT_IN.items()
+              if re.search(r"\d\d", where) and re.search(r"\d\d", where).group() in numbers]
+    lines += ["", "## The workbook", "",
+              "`notebooks/workbook.py` holds the functions you build, as stubs. Each notebook's Build it section",
+              "says which one to fill in: open the file, write the function, save it, and run the cell below,",
+              "which checks it and names the mistake when there is one."]
+    if pieces:
+        lines += ["", "Built in these notebooks: " + ", ".join(pieces) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def _planned(names):
     """The paths (relative to the edition) of every file a build of the notebooks ``names`` writes."""
-    planned = {Path("Makefile"), Path("conftest.py"), Path(EDITION_FILE)}
+    planned = {Path("Makefile"), Path("conftest.py"), Path(EDITION_FILE), Path("README.md"), Path(".gitignore")}
     planned |= {Path("notebooks") / name for name in names}
     for item in COPIED:
         source = ROOT / item
@@ -167,6 +198,8 @@ def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True, force=False):
             shutil.copy2(source, dest / item)
     (dest / "Makefile").write_text(student_makefile((ROOT / "Makefile").read_text()))
     (dest / "conftest.py").write_text(CONFTEST)
+    (dest / "README.md").write_text(student_readme(names, keep))
+    (dest / ".gitignore").write_text(GITIGNORE)
     settings = {"edition": "student", "keep_solutions": keep,
                 "made_by": "tools/make_student_edition.py (see the instructors' guide)"}
     (dest / EDITION_FILE).write_text(json.dumps(settings, indent=1) + "\n")
