@@ -283,6 +283,8 @@ def make_odd(folder):
         "open('inside.txt', 'w').write('x')\nopen('../escape_of_gina.txt', 'w').write('x')",
         "import workbook",
     ], "def causal_mask(n:\n    return n\n")                      # a syntax error
+    handin(folder, "ivan", [SETUP, "from helpers.exercises import solutions\n"
+                                   "diagnose(solutions.causal_mask, piece='causal_mask')"], WORKBOOK)   # a forgery
 
 
 def test_a_renamed_copy_is_named_by_the_course_notebook_and_two_copies_count_once(runs):
@@ -302,6 +304,13 @@ def test_an_empty_student_folder_gets_a_row(runs):
     row = next(line for line in report.report(list(runs["odd"].values())).splitlines() if line.startswith("frank "))
     assert row.split()[1:] == ["0", "0", "0", "0", "0", "no_notebooks"]
     assert ("frank", "", "", "no_notebooks", "") in report.rows(list(runs["odd"].values()))
+
+
+def test_a_diagnose_column_is_the_handed_in_workbooks_graded_apart_whatever_function_a_cell_diagnosed(runs):
+    ivan = runs["odd"]["ivan"]
+    # his last cell diagnosed the course's own causal_mask; his workbook's hides the diagonal, and that counts
+    assert ivan["checks"]["01_river_bank:diagnose:causal_mask"] == (False, "diagonal_masked")
+    assert ivan["problems"] == ["not_workbook_function"]
 
 
 def test_a_broken_workbook_a_non_workbook_diagnose_and_a_write_outside_are_named(runs):

@@ -22,7 +22,10 @@ two-digit prefix, and the name the notebook gives the checker, e.g.
 ``04_masking:ex_sums``), and every ``diagnose(fn, piece=...)`` under
 ``<notebook>:diagnose:<piece>`` (``run_with_your_attention`` and
 ``check_your_block`` under their names). The last check of each exercise in
-the run counts, so for diagnose the last call per piece. Its verdict is
+the run counts, so for diagnose the last call per piece; a diagnose
+column's verdict is then that of the handed-in workbook.py's own function
+of the piece, diagnosed again after the run (with the call's options) in a
+process of its own, so a cell that diagnoses another function does not count. Its verdict is
 ``correct``, ``wrong`` with the checker's ``.mistake`` key,
 ``not_attempted`` (the ``answer = ...`` left, or a workbook stub), or
 ``not_checked`` (its check never ran: the cell was deleted, raised first,
@@ -120,7 +123,8 @@ def _class_report_install(record, notebook):
     @functools.wraps(original)
     def diagnose(fn, piece="attention", **options):
         verdict = original(fn, piece, **options)
-        write(f"diagnose:{piece}", verdict, workbook=from_workbook(fn))
+        given = {k: v for k, v in options.items() if isinstance(v, (bool, int, float, str))}
+        write(f"diagnose:{piece}", verdict, workbook=from_workbook(fn), piece=str(piece), options=given)
         return verdict
     module.diagnose = package.diagnose = diagnose
 
@@ -328,7 +332,7 @@ def _run_handin(student, notebook, workbook, notebook_time, cell_time):
             result["problems"].append("deleted_files")
         if any(p.name != "work" for p in work.parent.iterdir()):
             result["problems"].append("wrote_outside")
-        foreign = {}
+        foreign, diagnosed = {}, {}
         if record.exists():
             for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
@@ -338,16 +342,78 @@ def _run_handin(student, notebook, workbook, notebook_time, cell_time):
                 if "id" in entry:
                     result["checks"][entry["id"]] = (bool(entry.get("correct")), entry.get("mistake"))
                     foreign[entry["id"]] = entry.get("workbook") is False
+                    if "piece" in entry:
+                        diagnosed[entry["id"]] = {"piece": entry["piece"], "options": entry.get("options") or {}}
                 elif entry.get("event") and entry["event"] not in result["problems"]:
                     result["problems"].append(entry["event"])
         if any(foreign.values()):             # the counted diagnose call judged a function not from workbook.py
             result["problems"].append("not_workbook_function")
+        if diagnosed:
+            source = Path(workbook).read_bytes() if workbook is not None else workbook_source().encode()
+            _grade_workbook_apart(source, records / "grade", cell_time, diagnosed, result)
     except Exception as exc:          # the report's own trouble with this hand-in: said on its row
         result["problems"].append(f"report_failed ({type(exc).__name__})")
     finally:
         shutil.rmtree(work.parent, ignore_errors=True)
         shutil.rmtree(records, ignore_errors=True)
     return result
+
+
+def _grade_workbook_apart(source, folder, seconds, diagnosed, result):
+    """The diagnose columns from the hand-in's workbook.py itself (``source``), graded in a process of its own
+    in ``folder``: a diagnose call in a cell on another function, or a forged record, does not count.
+    diagnosed: {id: {"piece", "options"}} of the run's counted diagnose calls; each id's verdict becomes
+    diagnose(workbook's function of that piece, piece, **options). A workbook that cannot be imported, a
+    piece it lacks, or a grading past ``seconds`` (problem workbook_grading_timed_out) leaves the kernel's."""
+    folder.mkdir()
+    (folder / "workbook.py").write_bytes(source)
+    (folder / "jobs.json").write_text(json.dumps(diagnosed), encoding="utf-8")
+    command = [sys.executable, str(Path(__file__).resolve()), "--grade-workbook", str(folder / "workbook.py"),
+               "--record", str(folder / "jobs.json")]
+    proc = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        result["problems"].append("workbook_grading_timed_out")
+        return
+    try:
+        grades = json.loads((folder / "grades.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        grades = {}
+    for exercise in diagnosed:
+        verdict = grades.get(exercise) if isinstance(grades, dict) else None
+        if isinstance(verdict, list) and len(verdict) == 2:
+            result["checks"][exercise] = (bool(verdict[0]), None if verdict[1] is None else str(verdict[1]))
+
+
+def grade_one(path, jobs):
+    """Inside the subprocess: diagnose each job of the file ``jobs`` ({id: {"piece", "options"}}) on the function
+    of the workbook ``path``; writes {id: [correct, mistake]} to grades.json beside it (nothing when it cannot
+    be imported, no entry for a piece it lacks)."""
+    import importlib.util
+
+    from helpers.exercises import diagnose
+    from helpers.exercises.solutions import function_name
+
+    found = {}
+    try:
+        spec = importlib.util.spec_from_file_location("workbook", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for exercise, job in json.loads(Path(jobs).read_text(encoding="utf-8")).items():
+            fn = getattr(module, function_name(job["piece"]), None)
+            if callable(fn):
+                verdict = diagnose(fn, job["piece"], **job["options"])
+                found[exercise] = [bool(verdict.correct), None if verdict.mistake is None else str(verdict.mistake)]
+    except BaseException:            # a syntax error, an import that fails, even sys.exit(): the kernel's verdicts stay
+        pass
+    Path(path).with_name("grades.json").write_text(json.dumps(found), encoding="utf-8")
 
 
 def run_all(handins, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME, jobs=1):
@@ -458,7 +524,11 @@ def main(argv=None):
     parser.add_argument("--record", help=argparse.SUPPRESS)
     parser.add_argument("--pid-file", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
+    parser.add_argument("--grade-workbook", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.grade_workbook:
+        grade_one(args.grade_workbook, args.record)
+        return None
     if args.run_one:
         run_one(args.run_one, args.record, args.cell_time, args.pid_file, args.name)
         return None
