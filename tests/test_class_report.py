@@ -1,7 +1,9 @@
 """tools/class_report.py on hand-ins: the two sample hand-ins of tools/make_sample_handins.py (right counts,
 keys and CSV), small hand-ins whose last check counts, and hostile ones (unreadable, a loop that never ends,
-a cell that raises, a megabyte printed, files deleted): each reported on its row, nothing lost, nothing
-outside the temporary folders touched, and the time limits kept. Short time limits keep this quick."""
+a cell that raises, a megabyte printed, files deleted) and odd ones (two copies of one notebook, an empty
+folder, a workbook that does not compile, a forged diagnose, a write by ../): each reported on its row,
+nothing lost, nothing outside the temporary folders touched, and the time limits kept. Short time limits
+keep this quick."""
 
 import csv
 import hashlib
