@@ -3,6 +3,7 @@ float16, stubs), the worked solutions and the workbook. Each faulty function is 
 writes it, not built from the checkers' own models."""
 
 import ast
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -506,6 +507,27 @@ def test_grading_tallies_every_students_keys(tmp_path, capsys):
     counts = grade_workbooks.tally(grades)
     assert counts[("softmax", "not_attempted")] == 1 and counts[("attention", "not_attempted")] == 2
     assert "neg_inf_nan" in capsys.readouterr().out
+
+
+def test_the_grading_command_line_gives_usage_and_names_a_missing_file_and_its_tally_is_aligned(tmp_path, capsys):
+    grade_workbooks, pristine = _grading_tool_and_pristine_workbook(tmp_path)
+    for argv, said in (([], "usage:"), ([str(tmp_path / "nope.py")], "no such file: "), (["--help"], "usage:")):
+        with pytest.raises(SystemExit):
+            grade_workbooks.cli(argv)
+        printed = capsys.readouterr()
+        assert said in printed.out + printed.err, (argv, printed)
+    grade_workbooks.cli([str(pristine)])
+    tally_lines = capsys.readouterr().out.split("\n\n", 1)[1].strip("\n").splitlines()
+    assert any("online_softmax_update" in line for line in tally_lines)     # a piece name longer than 14
+    assert len({line.rindex(" ") for line in tally_lines}) == 1, tally_lines   # the keys start in one column
+
+
+def test_make_workbook_help_prints_usage_and_writes_nothing():
+    stored = (ROOT / "notebooks" / "workbook.py").stat().st_mtime_ns
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "make_workbook.py"), "--help"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.startswith("usage:") and "wrote" not in run.stdout
+    assert (ROOT / "notebooks" / "workbook.py").stat().st_mtime_ns == stored
 
 
 def test_grading_with_block_runs_each_students_encoder_block_on_the_real_model(tmp_path):

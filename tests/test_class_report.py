@@ -1,7 +1,9 @@
 """tools/class_report.py on hand-ins: the two sample hand-ins of tools/make_sample_handins.py (right counts,
 keys and CSV), small hand-ins whose last check counts, and hostile ones (unreadable, a loop that never ends,
-a cell that raises, a megabyte printed, files deleted): each reported on its row, nothing lost, nothing
-outside the temporary folders touched, and the time limits kept. Short time limits keep this quick."""
+a cell that raises, a megabyte printed, files deleted) and odd ones (two copies of one notebook, an empty
+folder, a workbook that does not compile, a forged diagnose, a write by ../): each reported on its row,
+nothing lost, nothing outside the temporary folders touched, and the time limits kept. Short time limits
+keep this quick."""
 
 import csv
 import hashlib
@@ -36,7 +38,7 @@ def digest(folder):
 
 
 def ours():
-    """The report's temporary folders now in the system's temporary folder."""
+    """The report's temporary folders now in the temporary folder (the test's own, set by ``runs``)."""
     return {p.name for p in Path(tempfile.gettempdir()).glob("class_report_*")}
 
 
@@ -50,33 +52,44 @@ def runs(tmp_path_factory):
     the hostile ones, and one that never ends (its kernel's pid in a file of the test's)."""
     top = tmp_path_factory.mktemp("report")
     sample_folder, hostile_folder, slow_folder = top / "samples", top / "hostile", top / "slow"
+    odd_folder = top / "odd"
     samples.make(sample_folder, notebooks=["07_limits"])
     make_hostile(hostile_folder)
+    make_odd(odd_folder)
     outside, pid_file = top / "outside.txt", top / "kernel.pid"
     outside.write_text("the instructor's file")
     handin(slow_folder, "carol", [
         f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))",
         "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass",
     ])
-    folders = (sample_folder, hostile_folder, slow_folder)
+    folders = (sample_folder, hostile_folder, slow_folder, odd_folder)
+    private = top / "tmp"                  # the report's temporary folders go here, apart from other runs'
+    private.mkdir()
+    tempdir, tempfile.tempdir = tempfile.tempdir, str(private)
     before, temporary = [digest(f) for f in folders], ours()
     # carol's loop ignores the interrupt; her cell limit is longer than her notebook's, which must stop her
-    limits = {sample_folder: (120, 60), hostile_folder: (120, 5), slow_folder: (12, 120)}
+    limits = {sample_folder: (120, 60), hostile_folder: (120, 5), slow_folder: (20, 120), odd_folder: (120, 60)}
     jobs = [(h, *limits[f]) for f in folders for h in report.find_handins(f)]
+    folder_of = [f for f in folders for _ in report.find_handins(f)]
 
     def timed(handin, notebook_time, cell_time):
         started = time.monotonic()
-        return report.run_handin(*handin, notebook_time, cell_time), time.monotonic() - started
+        return report.run_handin(*handin, notebook_time, cell_time, handin.others), time.monotonic() - started
 
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        done = list(pool.map(lambda job: timed(*job), jobs))
+    try:
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            done = list(pool.map(lambda job: timed(*job), jobs))
+        assert ours() == temporary == set(), "the report left temporary folders behind"
+    finally:
+        tempfile.tempdir = tempdir
     assert [digest(f) for f in folders] == before, "the report changed a hand-in"
     assert outside.read_text() == "the instructor's file"
-    assert ours() == temporary, "the report left temporary folders behind"
-    by_folder = {f: [(r, t) for (h, *_), (r, t) in zip(jobs, done) if h[1].is_relative_to(f)] for f in folders}
+    assert not (private / "escape_of_gina.txt").exists()
+    by_folder = {f: [run for run, g in zip(done, folder_of) if g == f] for f in folders}
     return {"samples": [r for r, _ in by_folder[sample_folder]],
             "hostile": {r["student"]: r for r, _ in by_folder[hostile_folder]},
-            "slow": (by_folder[slow_folder][0], pid_file)}
+            "slow": (by_folder[slow_folder][0], pid_file),
+            "odd": {r["student"]: r for r, _ in by_folder[odd_folder]}}
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +134,11 @@ def test_the_table_counts_and_the_csv_rows(sample_results, tmp_path):
     report.write_csv(results, path)
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ["student", "notebook", "exercise", "status", "mistake"]
+    assert rows[0] == ["student", "notebook", "exercise", "status", "mistake", "problems"]
     wrong = {r["student"]: r for r in results}["sample_wrong"]["checks"]
     assert sorted(map(tuple, rows[1:])) == sorted(
-        [("sample_right", "07_limits", e, "correct", "") for e in wrong]
-        + [("sample_wrong", "07_limits", e, "wrong", m) for e, (_, m) in wrong.items()])
+        [("sample_right", "07_limits", e, "correct", "", "") for e in wrong]
+        + [("sample_wrong", "07_limits", e, "wrong", m, "") for e, (_, m) in wrong.items()])
 
 
 def test_the_guides_example_shows_what_the_report_prints_for_these_hand_ins(sample_results):
@@ -154,7 +167,7 @@ def test_the_sample_notebooks_stay_copies_of_the_course_with_only_the_answers_fi
 # Small hand-ins: the last check counts; hostile ones are reported and the rest goes on
 # --------------------------------------------------------------------------
 
-SETUP = ("import numpy as np\nimport workbook\nfrom helpers.exercises import exercise, diagnose\n"
+SETUP = ("import os\nimport numpy as np\nimport workbook\nfrom helpers.exercises import exercise, diagnose\n"
          "ex = exercise('Square a.', inputs={'a': 3.0}, answer=lambda a: a * a,\n"
          "              mistakes={'doubled': ('You doubled it.', lambda a: 2 * a)})\n"
          "ex_other = exercise('Cube a.', inputs={'a': 3.0}, answer=lambda a: a ** 3)")
@@ -220,9 +233,19 @@ def test_an_unreadable_notebook_is_reported_on_its_row(hostile):
     assert ("bob", "01_river_bank", "01_river_bank:ex_other", "not_checked", "") in rows   # bob never checked it
 
 
+def test_the_csv_repeats_each_hand_ins_problems_on_its_rows(hostile, tmp_path):
+    report.write_csv(list(hostile.values()), tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    alice = [r for r in rows if r["student"] == "alice"]
+    assert alice and all({"cell_error", "printed_too_much", "deleted_files"} <= set(r["problems"].split(";"))
+                         for r in alice)
+    assert all("cell_timeout" in r["problems"].split(";") for r in rows if r["student"] == "bob")
+
+
 def test_a_notebook_over_its_time_limit_is_stopped_with_its_kernel(runs):
     (carol, seconds), pid_file = runs["slow"]
-    assert "timed_out" in carol["problems"] and seconds < 12 + 10
+    assert "timed_out" in carol["problems"] and seconds < 20 + 10
     pid = int(pid_file.read_text())
     for _ in range(50):                       # SIGKILL is sent; the process may take a moment to go
         try:
@@ -240,3 +263,60 @@ def test_a_key_joined_with_plus_counts_for_each_part():
     found = report.tally(table)["nb:ex"]
     assert found["mistakes"] == {"wrong_axis": 2, "no_scaling": 1}
     assert found["counts"] == {"wrong": 2, "correct": 1}
+
+
+# --------------------------------------------------------------------------
+# Odd hand-ins: two copies of one notebook, an empty folder, a broken workbook, forged and escaping cells
+# --------------------------------------------------------------------------
+
+def make_odd(folder):
+    handin(folder, "erin", [SETUP, "ex.check(6.0)"])                # an older copy, made by JupyterLab's Duplicate
+    (folder / "erin" / "01_river_bank.ipynb").rename(folder / "erin" / "01_river_bank-Copy1.ipynb")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell("ex.check(9.0)"),
+                nbformat.v4.new_code_cell("open('inside.txt', 'w').write('x')\nos.mkdir('sub')\n"
+                                          "open('sub/../sub/deeper.txt', 'w').write('x')")]   # writes that stay inside
+    nbformat.write(nb, folder / "erin" / ("01_river_bank_erin" + ".ipynb"))    # renamed by the student, modified last
+    os.utime(folder / "erin" / "01_river_bank-Copy1.ipynb", (1_000_000_000, 1_000_000_000))
+    (folder / "frank").mkdir()                                     # handed in nothing
+    handin(folder, "gina", [
+        "from helpers.exercises import diagnose\nfrom helpers.exercises import solutions",
+        "diagnose(solutions.causal_mask, piece='causal_mask')",     # the course's function, not her workbook's
+        "open('inside.txt', 'w').write('x')\nopen('../escape_of_gina.txt', 'w').write('x')",
+        "import workbook",
+    ], "def causal_mask(n:\n    return n\n")                      # a syntax error
+    handin(folder, "ivan", [SETUP, "from helpers.exercises import solutions\n"
+                                   "diagnose(solutions.causal_mask, piece='causal_mask')"], WORKBOOK)   # a forgery
+
+
+def test_a_renamed_copy_is_named_by_the_course_notebook_and_two_copies_count_once(runs):
+    erin = runs["odd"]["erin"]
+    assert erin["notebook"] == "01_river_bank"
+    assert erin["checks"] == {"01_river_bank:ex": (True, None)}    # the copy modified last ran, under the course id
+    assert "duplicate_notebook" in erin["problems"] and erin["not_run"] == ["01_river_bank-Copy1.ipynb"]
+    assert report.course_name("04_masking-Copy1.ipynb") == "04_masking" == report.course_name("04_masking_alice")
+    assert report.course_name("notes.ipynb") == "notes" and report.course_name("041_x.ipynb") == "041_x"
+    row = next(line for line in report.report(list(runs["odd"].values())).splitlines() if line.startswith("erin "))
+    assert "duplicate_notebook (not run: 01_river_bank-Copy1.ipynb)" in row
+
+
+def test_an_empty_student_folder_gets_a_row(runs):
+    frank = runs["odd"]["frank"]
+    assert frank["problems"] == ["no_notebooks"] and frank["checks"] == {}
+    row = next(line for line in report.report(list(runs["odd"].values())).splitlines() if line.startswith("frank "))
+    assert row.split()[1:] == ["0", "0", "0", "0", "0", "no_notebooks"]
+    assert ("frank", "", "", "no_notebooks", "") in report.rows(list(runs["odd"].values()))
+
+
+def test_a_diagnose_column_is_the_handed_in_workbooks_graded_apart_whatever_function_a_cell_diagnosed(runs):
+    ivan = runs["odd"]["ivan"]
+    # his last cell diagnosed the course's own causal_mask; his workbook's hides the diagonal, and that counts
+    assert ivan["checks"]["01_river_bank:diagnose:causal_mask"] == (False, "diagonal_masked")
+    assert ivan["problems"] == ["not_workbook_function"]
+
+
+def test_a_broken_workbook_a_non_workbook_diagnose_and_a_write_outside_are_named(runs):
+    gina, erin = runs["odd"]["gina"], runs["odd"]["erin"]
+    assert {"workbook_import_error", "cell_error", "not_workbook_function", "wrote_outside"} <= set(gina["problems"])
+    assert gina["checks"]["01_river_bank:diagnose:causal_mask"] == (True, None)   # judged, but flagged
+    assert erin["problems"] == ["duplicate_notebook"]              # her relative writes inside stay unreported

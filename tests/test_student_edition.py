@@ -82,6 +82,19 @@ def test_the_edition_is_a_course_folder_of_its_own(edition):
     assert edition_settings(ROOT / "notebooks") == {}
 
 
+def test_the_editions_readme_is_its_own_and_names_nothing_it_lacks(edition):
+    readme = (edition / "README.md").read_text()
+    assert readme != (ROOT / "README.md").read_text() and f"notebooks/{NOTEBOOK}" in readme
+    for absent in ("solution()", "INSTRUCTORS", "tools/", "tests/", "make html", "make student"):
+        assert absent not in readme, absent
+    targets = set(re.findall(r"^([a-z]+):", (edition / "Makefile").read_text(), re.M))
+    named_targets = set(re.findall(r"\bmake ([a-z]+)", readme))
+    assert named_targets == {"lab", "test"} and named_targets <= targets
+    paths = [p for p in re.findall(r"`([^`\s]+)`", readme) if "/" in p or re.search(r"\.(py|ipynb|json|md|txt)$", p)]
+    assert paths and all((edition / p).exists() for p in paths), [p for p in paths if not (edition / p).exists()]
+    assert (edition / ".gitignore").read_text().startswith(".venv/")
+
+
 def test_nbval_passes_in_the_edition(edition):
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JPY_SESSION_NAME")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--nbval", f"notebooks/{NOTEBOOK}"],
@@ -97,6 +110,27 @@ def test_a_dest_that_is_not_an_edition_is_never_replaced(tmp_path):
     with pytest.raises(ValueError, match="notebooks must name course notebooks"):
         tool.build(tmp_path / "new", notebooks=["99_none"], run=False)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_a_rebuild_keeps_the_git_folder_and_refuses_to_delete_files_it_does_not_make(tmp_path):
+    dest = tmp_path / "student"
+    (dest / ".git").mkdir(parents=True)                           # git init first: a folder of only .git is fine
+    (dest / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    tool.build(dest, notebooks=[NOTEBOOK], run=False)
+    (dest / "notes.md").write_text("the instructor's notes")
+    (dest / "notebooks" / "__pycache__").mkdir()
+    (dest / "notebooks" / "__pycache__" / "workbook.cpython-311.pyc").write_bytes(b"cache")
+    (dest / "Makefile").write_text("edited")                      # a file the edition makes: replaced
+    with pytest.raises(ValueError, match=r"holds files the student edition does not make: notes\.md\. .*--force"):
+        tool.build(dest, notebooks=[NOTEBOOK], run=False)
+    assert (dest / "Makefile").read_text() == "edited", "a refused rebuild deleted nothing"
+    with pytest.raises(ValueError, match=r"notebooks/07_limits\.ipynb"):   # a notebook the build no longer makes
+        tool.build(dest, notebooks=["04_masking"], run=False, force=False)
+    tool.build(dest, notebooks=[NOTEBOOK], run=False, force=True)
+    assert not (dest / "notes.md").exists() and "lab:" in (dest / "Makefile").read_text()
+    assert (dest / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    tool.build(dest, notebooks=[NOTEBOOK], run=False)              # nothing unknown left: rebuilt without asking
+    assert (dest / ".git" / "HEAD").is_file() and (dest / EDITION_FILE).is_file()
 
 
 # --------------------------------------------------------------------------
@@ -181,5 +215,58 @@ def test_a_choice_rules_out_one_wrong_option_and_never_one_of_two():
 def test_an_instructor_writes_the_steps_as_a_list():
     ex = exercise("Square a.", inputs={"a": 3.0}, answer=lambda a: a * a, hint=["Nudge.", "Multiply a by a."])
     assert [ex.hint().text.split("\n")[0] for _ in range(3)] == ["Nudge.", "Multiply a by a.", "Multiply a by a."]
+    three = exercise("Square a.", inputs={"a": 3.0}, answer=lambda a: a * a, hint=["Nudge.", "Square it.", "a * a."])
+    three.hint()
+    assert "Run this cell again for a stronger hint" in three.hint().text      # a step with a stronger one after it
+    assert "strongest hint" in three.hint().text
     with pytest.raises(ValueError, match="hint must be a text"):
         exercise("Square a.", inputs={"a": 3.0}, answer=lambda a: a * a, hint=[])
+
+
+def stored_solutions():
+    """(notebook, cell source, solution text) of every worked solution the course's notebooks store."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and ".solution()" in cell.source:
+                for out in cell.get("outputs", []):
+                    text = out.get("data", {}).get("text/plain") or out.get("text", "")
+                    if text.startswith("Solution (spoiler):\n"):
+                        found.append((path.stem, cell.source.split(".solution")[0].strip(), text.split("\n", 1)[1]))
+    return found
+
+
+def code_lines(text):
+    """The non-comment lines of a solution, stripped."""
+    return [line.split("#")[0].strip() for line in text.splitlines() if line.split("#")[0].strip()]
+
+
+def test_no_step_hint_is_the_whole_solution_but_a_last_line_that_only_names_its_values():
+    from helpers.exercises.base import _code_step      # what every exercise's derived second hint is made by
+
+    solutions = stored_solutions()
+    assert len(solutions) >= 30, "the notebooks store their worked solutions"
+    only_names = re.compile(r"^answer = [\[(]?\s*my_\w+(\s*,\s*my_\w+)*\s*[\])]?$")
+    trivial = []
+    for notebook, name, solution_text in solutions:
+        lines, step = code_lines(solution_text), _code_step(solution_text)
+        if step is None:
+            continue
+        shown_lines = code_lines(step.split("\n", 1)[1])
+        assert shown_lines[-1] == "answer = ..." and shown_lines[:-1] == lines[:len(shown_lines) - 1], name
+        if only_names.match(lines[-1]):
+            trivial.append(f"{notebook[:2]}:{name}")
+            assert not set(lines[:-1]) <= set(shown_lines), (notebook, name, step)
+    assert {"01:ex_causal", "02:ex_attention", "08:ex_step"} <= set(trivial), trivial
+
+
+def test_the_step_of_a_weights_matrix_leaves_the_softmax_to_the_learner():
+    from helpers.exercises import AttentionWeightsExercise
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    ex = AttentionWeightsExercise(X, np.eye(2), np.eye(2), labels=["a", "b", "c"], names={"X": "X", "W_Q": "W_Q",
+                                                                                           "W_K": "W_K"})
+    ex.hint()
+    step = ex.hint().text
+    assert "my_weights =" in ex.solution_text and "answer = my_weights" in ex.solution_text
+    assert "my_weights =" not in step and "np.exp" not in step and "\nanswer = ...\n" in step, step

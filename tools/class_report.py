@@ -17,11 +17,15 @@ changed, and the temporary folders are removed.
 
 An exercise is found by its checker object, not by its cell: every
 ``ex.check(answer)`` is recorded under the exercise's stable id,
-``<notebook>:<name>`` (the name the notebook gives the checker, e.g.
+``<notebook>:<name>`` (the course notebook the file is a copy of, by its
+two-digit prefix, and the name the notebook gives the checker, e.g.
 ``04_masking:ex_sums``), and every ``diagnose(fn, piece=...)`` under
 ``<notebook>:diagnose:<piece>`` (``run_with_your_attention`` and
 ``check_your_block`` under their names). The last check of each exercise in
-the run counts, so for diagnose the last call per piece. Its verdict is
+the run counts, so for diagnose the last call per piece; a diagnose
+column's verdict is then that of the handed-in workbook.py's own function
+of the piece, diagnosed again after the run (with the call's options) in a
+process of its own, so a cell that diagnoses another function does not count. Its verdict is
 ``correct``, ``wrong`` with the checker's ``.mistake`` key,
 ``not_attempted`` (the ``answer = ...`` left, or a workbook stub), or
 ``not_checked`` (its check never ran: the cell was deleted, raised first,
@@ -33,9 +37,15 @@ it, a key joined with "+" counting for each part, the most common one) and
 one row per student (their notebooks added up, with what went wrong running
 each: unreadable, a cell
 that raised, timed out, printed more than 100 kB, files deleted in its
-working folder). ``--csv FILE`` writes one row per student and exercise:
-student, notebook, exercise, status, mistake (a hand-in that could not be
-run gets one row with an empty exercise and its problem as the status).
+working folder, a file written beside it by ``../``: wrote_outside, a
+workbook.py that does not compile: workbook_import_error, a counted
+diagnose of a function not from workbook.py: not_workbook_function, two
+copies of one course notebook: duplicate_notebook, the one last modified
+run, a student folder without notebooks: no_notebooks). ``--csv FILE``
+writes one row per student and exercise: student, notebook, exercise,
+status, mistake, problems (the hand-in's, joined by ";"; a hand-in that
+could not be run gets one row with an empty exercise and its problem as
+the status).
 
 It never raises on a hand-in. It runs students' code: read the
 instructors' guide ("Grade a class") before you use it.
@@ -70,7 +80,7 @@ STATUSES = ("correct", "wrong", "not_attempted", "not_checked")
 
 PRELUDE = r'''
 def _class_report_install(record, notebook):
-    import functools, json, sys
+    import functools, inspect, json, os, sys
     import helpers.exercises as package
     from helpers.exercises import base
     try:
@@ -79,13 +89,22 @@ def _class_report_install(record, notebook):
     except Exception:
         namespace = vars(sys.modules["__main__"])
 
-    def write(exercise, verdict):
+    own_workbook = os.path.realpath("workbook.py")
+
+    def write(exercise, verdict, **extra):
         try:
             with open(record, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"id": f"{notebook}:{exercise}", "correct": bool(verdict.correct),
-                                    "mistake": None if verdict.mistake is None else str(verdict.mistake)}) + "\n")
+                                    "mistake": None if verdict.mistake is None else str(verdict.mistake),
+                                    **extra}) + "\n")
         except Exception:
             pass
+
+    def from_workbook(fn):       # defined in the hand-in's workbook.py (not in a cell, not the course's solutions)
+        try:
+            return os.path.realpath(inspect.unwrap(fn).__code__.co_filename) == own_workbook
+        except Exception:
+            return False
 
     def name_of(obj):
         names = sorted(k for k, v in list(namespace.items()) if v is obj and not k.startswith("_"))
@@ -104,7 +123,8 @@ def _class_report_install(record, notebook):
     @functools.wraps(original)
     def diagnose(fn, piece="attention", **options):
         verdict = original(fn, piece, **options)
-        write(f"diagnose:{piece}", verdict)
+        given = {k: v for k, v in options.items() if isinstance(v, (bool, int, float, str))}
+        write(f"diagnose:{piece}", verdict, workbook=from_workbook(fn), piece=str(piece), options=given)
         return verdict
     module.diagnose = package.diagnose = diagnose
 
@@ -130,8 +150,9 @@ del _class_report_install
 '''
 
 
-def run_one(notebook, record, cell_time, pid_file):
-    """Inside the subprocess: run ``notebook`` (in the working directory) with the recorder, never raising."""
+def run_one(notebook, record, cell_time, pid_file, name=None):
+    """Inside the subprocess: run ``notebook`` (in the working directory) with the recorder, never raising;
+    ``name`` (default: the file's stem) is the notebook part of the exercises' ids."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -152,7 +173,7 @@ def run_one(notebook, record, cell_time, pid_file):
 
     try:
         nb = nbformat.read(notebook, as_version=4)
-        code = PRELUDE.replace("RECORD", json.dumps(str(record))).replace("NOTEBOOK", json.dumps(Path(notebook).stem))
+        code = PRELUDE.replace("RECORD", json.dumps(str(record))).replace("NOTEBOOK", json.dumps(name or Path(notebook).stem))
         nb.cells.insert(0, nbformat.v4.new_code_cell(code))
         for cell in nb.cells:
             if cell.cell_type == "code":
@@ -181,8 +202,17 @@ def run_one(notebook, record, cell_time, pid_file):
 # The instructor's side: find the hand-ins, run each in its own subprocess
 # --------------------------------------------------------------------------
 
+class Handin(collections.namedtuple("Handin", "student notebook workbook")):
+    """One notebook to run: (student, notebook path or None, workbook path or None); ``others``: the student's
+    other copies of the same course notebook, not run (the one last modified counts)."""
+    others = ()
+
+
 def find_handins(folder):
-    """[(student, notebook path, workbook path or None)], sorted: one per notebook of each student's folder."""
+    """[Handin], sorted: one per course notebook of each student's folder (and one with notebook None for a
+    student folder without notebooks). Of two copies of one course notebook (04_masking.ipynb and
+    04_masking-Copy1.ipynb) the one last modified counts (on a tie, the name that sorts last); the others
+    are kept in its ``others``."""
     folder = Path(folder)
     found = []
     for item in sorted(folder.iterdir()):
@@ -190,19 +220,31 @@ def find_handins(folder):
             continue
         if item.is_dir():
             workbook = item / "workbook.py"
+            workbook = workbook if workbook.is_file() else None
+            copies = collections.defaultdict(list)
             for notebook in sorted(item.glob("*.ipynb")):
-                found.append((item.name, notebook, workbook if workbook.is_file() else None))
+                copies[course_name(notebook)].append(notebook)
+            if not copies:
+                found.append(Handin(item.name, None, workbook))
+            for name in sorted(copies):
+                ordered = sorted(copies[name], key=lambda p: (p.stat().st_mtime, p.name))
+                handin = Handin(item.name, ordered[-1], workbook)
+                handin.others = tuple(ordered[:-1])
+                found.append(handin)
         elif item.suffix == ".ipynb":
-            found.append((item.stem, item, None))
+            found.append(Handin(item.stem, item, None))
     return found
 
 
 def course_name(path):
-    """The course notebook a hand-in is a copy of: the course file with its two-digit prefix, else its own name."""
+    """The course notebook a hand-in is a copy of, matched by its two-digit prefix to helpers.course.COURSE
+    ('04_masking-Copy1.ipynb', '04_masking_alice' -> '04_masking'), else the file's own name."""
+    from helpers.course import COURSE
+
     stem = Path(path).stem
-    for course in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        if stem[:3] == course.stem[:3] and stem[:2].isdigit():
-            return course.stem
+    for name, _, _ in COURSE:
+        if stem[:2].isdigit() and stem[:2] == name[:2] and not stem[2:3].isdigit():
+            return Path(name).stem
     return stem
 
 
@@ -217,15 +259,27 @@ def _files(folder):
     return {p.relative_to(folder) for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
 
 
-def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME):
+def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME, others=()):
     """Run one hand-in; returns {"student", "notebook", "problems": [...], "checks": {id: (correct, mistake)}}.
 
+    notebook None: a student folder without notebooks (problem no_notebooks). others: the student's other
+    copies of the same course notebook, not run (problem duplicate_notebook, their names in "not_run").
     Never raises: what went wrong is a problem key in ``problems`` (unreadable, timed_out, cell_timeout,
-    cell_error, printed_too_much, deleted_files, run_failed).
+    cell_error, printed_too_much, deleted_files, run_failed, ...: the instructors' guide lists them).
     """
+    result = _run_handin(student, notebook, workbook, notebook_time, cell_time)
+    if others:
+        result["problems"].append("duplicate_notebook")
+        result["not_run"] = [Path(p).name for p in others]
+    return result
+
+
+def _run_handin(student, notebook, workbook, notebook_time, cell_time):
     import nbformat
     from helpers.exercises.solutions import workbook_source
 
+    if notebook is None:
+        return {"student": student, "notebook": "", "problems": ["no_notebooks"], "checks": {}}
     result = {"student": student, "notebook": course_name(notebook), "problems": [], "checks": {}}
     try:
         if not isinstance(nbformat.read(notebook, as_version=4).cells, list):
@@ -233,7 +287,14 @@ def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_ti
     except Exception:
         result["problems"].append("unreadable")
         return result
-    work = Path(tempfile.mkdtemp(prefix="class_report_work_"))
+    if workbook is not None:
+        try:                                      # compiled, not run: a syntax error named on the row
+            compile(Path(workbook).read_bytes(), "workbook.py", "exec")
+        except (SyntaxError, ValueError):
+            result["problems"].append("workbook_import_error")
+    # the working folder sits alone in a temporary parent of its own: a write by "../name" lands in the parent
+    work = Path(tempfile.mkdtemp(prefix="class_report_work_")) / "work"
+    work.mkdir()
     records = Path(tempfile.mkdtemp(prefix="class_report_record_"))
     record, pid_file = records / "checks.jsonl", records / "kernel.pid"
     try:
@@ -245,7 +306,7 @@ def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_ti
             (work / "workbook.py").write_text(workbook_source())
         before = _files(work)
         command = [sys.executable, str(Path(__file__).resolve()), "--run-one", str(copy), "--record", str(record),
-                   "--cell-time", str(cell_time), "--pid-file", str(pid_file)]
+                   "--cell-time", str(cell_time), "--pid-file", str(pid_file), "--name", result["notebook"]]
         env = dict(os.environ)
         env.pop("MPLBACKEND", None)
         env.pop("JPY_SESSION_NAME", None)
@@ -269,6 +330,9 @@ def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_ti
         lost = before - _files(work)
         if lost:
             result["problems"].append("deleted_files")
+        if any(p.name != "work" for p in work.parent.iterdir()):
+            result["problems"].append("wrote_outside")
+        foreign, diagnosed = {}, {}
         if record.exists():
             for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
@@ -277,14 +341,79 @@ def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_ti
                     continue
                 if "id" in entry:
                     result["checks"][entry["id"]] = (bool(entry.get("correct")), entry.get("mistake"))
+                    foreign[entry["id"]] = entry.get("workbook") is False
+                    if "piece" in entry:
+                        diagnosed[entry["id"]] = {"piece": entry["piece"], "options": entry.get("options") or {}}
                 elif entry.get("event") and entry["event"] not in result["problems"]:
                     result["problems"].append(entry["event"])
+        if any(foreign.values()):             # the counted diagnose call judged a function not from workbook.py
+            result["problems"].append("not_workbook_function")
+        if diagnosed:
+            source = Path(workbook).read_bytes() if workbook is not None else workbook_source().encode()
+            _grade_workbook_apart(source, records / "grade", cell_time, diagnosed, result)
     except Exception as exc:          # the report's own trouble with this hand-in: said on its row
         result["problems"].append(f"report_failed ({type(exc).__name__})")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work.parent, ignore_errors=True)
         shutil.rmtree(records, ignore_errors=True)
     return result
+
+
+def _grade_workbook_apart(source, folder, seconds, diagnosed, result):
+    """The diagnose columns from the hand-in's workbook.py itself (``source``), graded in a process of its own
+    in ``folder``: a diagnose call in a cell on another function, or a forged record, does not count.
+    diagnosed: {id: {"piece", "options"}} of the run's counted diagnose calls; each id's verdict becomes
+    diagnose(workbook's function of that piece, piece, **options). A workbook that cannot be imported, a
+    piece it lacks, or a grading past ``seconds`` (problem workbook_grading_timed_out) leaves the kernel's."""
+    folder.mkdir()
+    (folder / "workbook.py").write_bytes(source)
+    (folder / "jobs.json").write_text(json.dumps(diagnosed), encoding="utf-8")
+    command = [sys.executable, str(Path(__file__).resolve()), "--grade-workbook", str(folder / "workbook.py"),
+               "--record", str(folder / "jobs.json")]
+    proc = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        result["problems"].append("workbook_grading_timed_out")
+        return
+    try:
+        grades = json.loads((folder / "grades.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        grades = {}
+    for exercise in diagnosed:
+        verdict = grades.get(exercise) if isinstance(grades, dict) else None
+        if isinstance(verdict, list) and len(verdict) == 2:
+            result["checks"][exercise] = (bool(verdict[0]), None if verdict[1] is None else str(verdict[1]))
+
+
+def grade_one(path, jobs):
+    """Inside the subprocess: diagnose each job of the file ``jobs`` ({id: {"piece", "options"}}) on the function
+    of the workbook ``path``; writes {id: [correct, mistake]} to grades.json beside it (nothing when it cannot
+    be imported, no entry for a piece it lacks)."""
+    import importlib.util
+
+    from helpers.exercises import diagnose
+    from helpers.exercises.solutions import function_name
+
+    found = {}
+    try:
+        spec = importlib.util.spec_from_file_location("workbook", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for exercise, job in json.loads(Path(jobs).read_text(encoding="utf-8")).items():
+            fn = getattr(module, function_name(job["piece"]), None)
+            if callable(fn):
+                verdict = diagnose(fn, job["piece"], **job["options"])
+                found[exercise] = [bool(verdict.correct), None if verdict.mistake is None else str(verdict.mistake)]
+    except BaseException:            # a syntax error, an import that fails, even sys.exit(): the kernel's verdicts stay
+        pass
+    Path(path).with_name("grades.json").write_text(json.dumps(found), encoding="utf-8")
 
 
 def run_all(handins, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME, jobs=1):
@@ -294,8 +423,9 @@ def run_all(handins, notebook_time=NOTEBOOK_TIME, cell_time=CELL_TIME, jobs=1):
     def one(handin):
         student, notebook, workbook = handin
         started = time.monotonic()
-        result = run_handin(student, notebook, workbook, notebook_time, cell_time)
-        print(f"ran {student}/{notebook.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+        result = run_handin(student, notebook, workbook, notebook_time, cell_time, getattr(handin, "others", ()))
+        if notebook is not None:
+            print(f"ran {student}/{notebook.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         return result
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -341,6 +471,13 @@ def tally(table):
     return dict(found)
 
 
+def _problem_text(result):
+    """What went wrong with one hand-in, as its row says it: 'notebook: key, key (detail)'."""
+    keys = [key + (f" (not run: {', '.join(result['not_run'])})" if key == "duplicate_notebook" and
+                   result.get("not_run") else "") for key in result["problems"]]
+    return f"{result['notebook']}: {', '.join(keys)}" if result["notebook"] else ", ".join(keys)
+
+
 def report(results):
     """The printed report: one line per exercise, then one row per student (their notebooks added up)."""
     table = rows(results)
@@ -360,17 +497,20 @@ def report(results):
     for student in sorted({r["student"] for r in results}):
         handed = [r for r in results if r["student"] == student]
         c = collections.Counter(row[3] for row in table if row[0] == student and row[2])
-        problems = "; ".join(f"{r['notebook']}: {', '.join(r['problems'])}" for r in handed if r["problems"])
-        lines.append(f"{student:<16} {len(handed):9d}  {c['correct']:7d}  {c['wrong']:5d}  "
+        problems = "; ".join(_problem_text(r) for r in handed if r["problems"])
+        notebooks = sum(1 for r in handed if r["notebook"])
+        lines.append(f"{student:<16} {notebooks:9d}  {c['correct']:7d}  {c['wrong']:5d}  "
                      f"{c['not_attempted']:13d}  {c['not_checked']:11d}  {problems or '-'}")
     return "\n".join(lines)
 
 
 def write_csv(results, path):
+    """The rows of :func:`rows` in a CSV file, each with a last column: its hand-in's problems, joined by ";"."""
+    problems = {(r["student"], r["notebook"]): ";".join(r["problems"]) for r in results}
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "notebook", "exercise", "status", "mistake"])
-        writer.writerows(rows(results))
+        writer.writerow(["student", "notebook", "exercise", "status", "mistake", "problems"])
+        writer.writerows((*row, problems.get(row[:2], "")) for row in rows(results))
 
 
 def main(argv=None):
@@ -383,9 +523,14 @@ def main(argv=None):
     parser.add_argument("--run-one", help=argparse.SUPPRESS)
     parser.add_argument("--record", help=argparse.SUPPRESS)
     parser.add_argument("--pid-file", help=argparse.SUPPRESS)
+    parser.add_argument("--name", help=argparse.SUPPRESS)
+    parser.add_argument("--grade-workbook", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.grade_workbook:
+        grade_one(args.grade_workbook, args.record)
+        return None
     if args.run_one:
-        run_one(args.run_one, args.record, args.cell_time, args.pid_file)
+        run_one(args.run_one, args.record, args.cell_time, args.pid_file, args.name)
         return None
     if not args.folder or not Path(args.folder).is_dir():
         parser.error(f"FOLDER must be a folder of hand-ins; got {args.folder!r}")

@@ -11,6 +11,7 @@ Importing a workbook runs its code: run this only on hand-ins you would
 run in your own notebook.
 """
 
+import argparse
 import collections
 import importlib.util
 import sys
@@ -52,15 +53,35 @@ def tally(grades):
 
 
 def main(paths, block=False):
+    """Grade and print the workbooks ``paths``; returns {path: grade(path)}."""
     grades = {str(path): grade(Path(path), block) for path in paths}
     for path, found in grades.items():
         print(path + ": " + ", ".join(f"{piece} {key}" for piece, key in found.items()))
     print()
-    for (piece, key), count in sorted(tally(grades).items()):
-        print(f"{count:4d}  {piece:<14} {key}")
+    counts = tally(grades)
+    width = max([len(piece) for piece, _ in counts] + [14])
+    for (piece, key), count in sorted(counts.items()):
+        print(f"{count:4d}  {piece:<{width}} {key}")
     return grades
 
 
+def cli(argv=None):
+    """The command line: usage with --help or without a workbook; "no such file" for a path that is not one."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="Importing a workbook runs its code: run this only on hand-ins you "
+                                            "would run in your own notebook.")
+    parser.add_argument("workbooks", nargs="*", metavar="WORKBOOK", help="students' workbook.py files")
+    parser.add_argument("--block", action="store_true",
+                        help="also grade encoder_block with check_your_block (loads the real model)")
+    args = parser.parse_args(argv)
+    if not args.workbooks:
+        parser.print_usage(sys.stderr)
+        parser.exit(2, f"{parser.prog}: give at least one workbook.py to grade\n")
+    missing = [path for path in args.workbooks if not Path(path).is_file()]
+    if missing:
+        parser.error("no such file: " + ", ".join(missing))
+    return main(args.workbooks, block=args.block)
+
+
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    main([a for a in arguments if a != "--block"], block="--block" in arguments)
+    cli()

@@ -5,7 +5,8 @@ Usage: .venv/bin/python tools/make_student_edition.py [DEST] [--notebooks NAME .
 
 DEST (default ``student/``) becomes a complete course folder that can be
 copied to a hub on its own: helpers/, data/, jupyter/, binder/, the
-requirements, pyproject.toml, README.md, a Makefile with the students'
+requirements, pyproject.toml, a README.md of its own (the students' start,
+course map and workbook), a .gitignore, a Makefile with the students'
 targets (``lab``, and ``test``: nbval of the notebooks), the pristine
 workbook of stubs, and every notebook (or those named with --notebooks,
 ``04_masking`` or ``04_masking.ipynb``), re-executed in a fresh kernel
@@ -17,12 +18,19 @@ or those named with --keep. Tests, tools and INSTRUCTORS.md stay behind.
 Each notebook runs with JPY_SESSION_NAME set to its path, as a Jupyter
 server sets it, so a kept notebook shows its solutions; DEST/conftest.py
 sets it the same way for nbval in the edition. A DEST that exists is
-replaced only if it is an edition this tool made (it has edition.json).
+rebuilt only if it is an edition this tool made (it has edition.json) or
+holds nothing but a .git: a rebuild replaces every file the edition makes
+and keeps DEST/.git (and a .venv) as they are; it refuses, listing them,
+when DEST holds other files (your own notes, a notebook the build no
+longer makes), unless --force is given, which deletes them. Caches
+(__pycache__, .pytest_cache, .ipynb_checkpoints, JupyterLab's workspaces)
+go without asking.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -40,10 +48,18 @@ from execute_notebooks import execute  # noqa: E402  (tools/ is not a package)
 from helpers.edition import EDITION_FILE, KEEP_SOLUTIONS  # noqa: E402
 
 COPIED = ("helpers", "data", "jupyter", "binder", "requirements.txt", "requirements-nodeps.txt",
-          "pyproject.toml", "README.md", "notebooks/workbook.py")
-"""What the edition takes from the course folder besides the notebooks (the Makefile is trimmed)."""
+          "pyproject.toml", "notebooks/workbook.py")
+"""What the edition takes from the course folder besides the notebooks (the Makefile is trimmed; the README
+and .gitignore are its own, written by :func:`student_readme` and from GITIGNORE)."""
+GITIGNORE = ".venv/\n__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\n.pytest_cache/\njupyter/lab/\njupyter/migrated\n"
+"""The edition's .gitignore, for the repository an instructor makes of it: what running it writes."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "lab", "migrated")
 """What never goes into it: caches, and jupyter/'s files a running JupyterLab writes (.gitignore)."""
+
+KEPT = (".git", ".venv")
+"""What a rebuild leaves as it is: the repository an instructor makes inside the edition, and its virtual environment."""
+CACHES = ("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "lab", "migrated", ".pytest_cache", ".hypothesis")
+"""Files a rebuild removes without asking: what running the edition writes (IGNORED, and pytest's)."""
 
 CELL_TIMEOUT = 900
 """Seconds one cell may take while the edition is executed: the real model's cells of notebook 11 take
@@ -86,14 +102,84 @@ def student_makefile(text):
     return re.sub(r"^\.PHONY:.*$", ".PHONY: " + " ".join(targets), "\n\n".join(kept), count=1, flags=re.M)
 
 
-def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True):
+def student_readme(names, keep):
+    """The edition's README.md: what it is, ``make lab`` and ``make test``, the map of its notebooks, and the
+    workbook (the pieces built in its notebooks). It names only what the edition holds."""
+    from helpers.course import BUILT_IN, COURSE
+
+    numbers = {name[:2] for name in names}
+    kept = [name for name in names if name in keep]
+    lines = ["# Attention, step by step: the student edition", "",
+             "Jupyter notebooks that teach attention, the computation at the heart of transformers, by hand:",
+             "small numbers you can check, then the functions you build yourself. In this edition the worked",
+             "solutions are withheld" + (f" (but in {', '.join(kept)})" if kept else "") + "; the hints stay:",
+             "run a hint cell again for a stronger hint, and ask your instructor when you are stuck.", "",
+             "## Start", "", "```", "make lab     # sets up .venv (Python 3.11) the first time, then opens JupyterLab",
+             "make test    # checks every notebook: a fresh run prints exactly what is stored", "```", "",
+             f"Open `notebooks/{names[0]}` first, then go in order.", "", "## The course map", ""]
+    lines += [f"- `notebooks/{name}`: {title}: {what}." for name, title, what in COURSE if name in names]
+    pieces = [f"`{piece}` ({where})" for piece, where in BUILT_IN.items()
+              if re.search(r"\d\d", where) and re.search(r"\d\d", where).group() in numbers]
+    lines += ["", "## The workbook", "",
+              "`notebooks/workbook.py` holds the functions you build, as stubs. Each notebook's Build it section",
+              "says which one to fill in: open the file, write the function, save it, and run the cell below,",
+              "which checks it and names the mistake when there is one."]
+    if pieces:
+        lines += ["", "Built in these notebooks: " + ", ".join(pieces) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def _planned(names):
+    """The paths (relative to the edition) of every file a build of the notebooks ``names`` writes."""
+    planned = {Path("Makefile"), Path("conftest.py"), Path(EDITION_FILE), Path("README.md"), Path(".gitignore")}
+    planned |= {Path("notebooks") / name for name in names}
+    for item in COPIED:
+        source = ROOT / item
+        if source.is_file():
+            planned.add(Path(item))
+        elif source.is_dir():
+            for folder, dirs, files in os.walk(source):
+                ignored = IGNORED(folder, dirs + files)
+                dirs[:] = [d for d in dirs if d not in ignored]
+                planned |= {(Path(folder) / f).relative_to(ROOT) for f in files if f not in ignored}
+    return planned
+
+
+def _clear(dest, planned, force):
+    """Empty an existing ``dest`` for a rebuild, keeping KEPT; raises ValueError (nothing deleted) when it is
+    not an edition, or holds files the build does not make and ``force`` is False."""
+    top = [p for p in dest.iterdir() if p.name not in KEPT]
+    if top and not (dest / EDITION_FILE).is_file():
+        raise ValueError(f"dest {dest} exists and is not a student edition (no {EDITION_FILE}); "
+                         "give a new folder, or remove it yourself")
+    unknown = []
+    for folder, dirs, files in os.walk(dest):
+        here = Path(folder).relative_to(dest)
+        dirs[:] = [d for d in dirs if not (here == Path(".") and d in KEPT)
+                   and not any(fnmatch.fnmatch(d, pattern) for pattern in CACHES)]
+        unknown += [str(here / f) for f in sorted(files) if here / f not in planned
+                    and not any(fnmatch.fnmatch(f, pattern) for pattern in CACHES)]
+    if unknown and not force:
+        shown = ", ".join(sorted(unknown)[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        raise ValueError(f"dest {dest} holds files the student edition does not make: {shown}. Move them out "
+                         "of it, or give --force to delete them (its .git and .venv are kept either way)")
+    for item in top:
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item)
+        else:
+            item.unlink()
+
+
+def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True, force=False):
     """Write the student edition into ``dest``; returns the paths of its notebooks.
 
     notebooks: course notebook names (default: every notebook in notebooks/). keep: the notebook file
     names that keep their solutions. run: re-execute each notebook there (False: copy them as stored,
     for a quick look at the folder; their stored outputs then still show the solutions).
-    Raises ValueError for a name that is not a course notebook, or a ``dest`` that exists and is not an
-    edition this tool made.
+    force: delete the files of an existing edition ``dest`` that the build does not make.
+    Raises ValueError for a name that is not a course notebook, a ``dest`` that exists and is not an
+    edition this tool made (or a folder holding only a .git), or an edition holding files the build does
+    not make (unless ``force``). A rebuild keeps ``dest``/.git and ``dest``/.venv.
     """
     dest = Path(dest).resolve()
     names = [notebook_name(n) for n in notebooks] if notebooks else sorted(
@@ -102,11 +188,8 @@ def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True):
     if dest == ROOT or ROOT.is_relative_to(dest):
         raise ValueError(f"dest must be a new folder, not the course folder or above it; got {dest}")
     if dest.exists():
-        if not (dest / EDITION_FILE).is_file():
-            raise ValueError(f"dest {dest} exists and is not a student edition (no {EDITION_FILE}); "
-                             "give a new folder, or remove it yourself")
-        shutil.rmtree(dest)
-    (dest / "notebooks").mkdir(parents=True)
+        _clear(dest, _planned(names), force)
+    (dest / "notebooks").mkdir(parents=True, exist_ok=True)
     for item in COPIED:
         source = ROOT / item
         if source.is_dir():
@@ -115,6 +198,8 @@ def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True):
             shutil.copy2(source, dest / item)
     (dest / "Makefile").write_text(student_makefile((ROOT / "Makefile").read_text()))
     (dest / "conftest.py").write_text(CONFTEST)
+    (dest / "README.md").write_text(student_readme(names, keep))
+    (dest / ".gitignore").write_text(GITIGNORE)
     settings = {"edition": "student", "keep_solutions": keep,
                 "made_by": "tools/make_student_edition.py (see the instructors' guide)"}
     (dest / EDITION_FILE).write_text(json.dumps(settings, indent=1) + "\n")
@@ -144,9 +229,11 @@ def main(argv=None):
     parser.add_argument("--notebooks", nargs="+", help="only these notebooks (default: all)")
     parser.add_argument("--keep", nargs="*", default=list(KEEP_SOLUTIONS),
                         help="notebooks that keep their solutions (default: helpers.edition.KEEP_SOLUTIONS)")
+    parser.add_argument("--force", action="store_true",
+                        help="rebuild an edition even where it holds files the build does not make (deleting them)")
     args = parser.parse_args(argv)
     try:
-        paths = build(args.dest, args.notebooks, args.keep)
+        paths = build(args.dest, args.notebooks, args.keep, force=args.force)
     except ValueError as exc:
         sys.exit(f"make_student_edition: {exc}")
     print(f"student edition: {len(paths)} notebooks in {args.dest}")

@@ -6,6 +6,7 @@ A workbook that holds anything else (a learner's own functions) is not
 overwritten unless --force is given: copy it somewhere safe first.
 """
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -15,8 +16,13 @@ PATH = Path(__file__).resolve().parent.parent / "notebooks" / "workbook.py"
 
 
 def main(args):
+    """Write the stubs to PATH (``args``: the command line's arguments; --help prints the usage, writing nothing)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite a workbook that holds code that is not the stubs (copy it somewhere first)")
+    force = parser.parse_args(args).force
     stubs = workbook_source()
-    if PATH.exists() and PATH.read_text(encoding="utf-8") != stubs and "--force" not in args:
+    if PATH.exists() and PATH.read_text(encoding="utf-8") != stubs and not force:
         sys.exit(f"{PATH} holds code that is not the course's stubs (your own functions?). Nothing was written. "
                  "Copy it somewhere safe, then run this again with --force to write the stubs.")
     PATH.write_text(stubs, encoding="utf-8")

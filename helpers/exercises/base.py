@@ -62,6 +62,7 @@ class _Names:
         return self.given.get(token) or f"{self.given.get('tokens', 'tokens')}.index({token!r})"
 
 
+_NEXT_HINT = "(Run this cell again for a stronger hint.)"
 _LAST_HINT = "(That is the strongest hint. The exercise's solution() shows the worked answer.)"
 _LAST_HINT_WITHHELD = "(That is the strongest hint: in this edition the worked solution is withheld.)"
 
@@ -69,8 +70,11 @@ _LAST_HINT_WITHHELD = "(That is the strongest hint: in this edition the worked s
 def _code_step(solution_text):
     """The code of a worked solution without its comments and without its last statement (the answer).
 
-    Returns the text "The steps, ... answer = ...", or None when the solution is not Python, or is one
-    statement only (its last line is the whole answer: nothing to give without giving it away).
+    When that last statement only names values the lines before it compute (``answer = my_weights``,
+    ``answer = [my_m, my_l]``), leaving it out would give nothing away: then only the first half of the
+    lines before it are kept, the rest left to the learner. Returns the text "The steps, ... answer = ...",
+    or None when the solution is not Python, is one statement only (its last line is the whole answer),
+    or keeps no line.
     """
     import ast
     import io
@@ -87,9 +91,27 @@ def _code_step(solution_text):
         return None
     if len(body) < 2:
         return None
-    lines = [line.rstrip() for node in body[:-1] for line in ast.get_source_segment(code, node).splitlines()]
-    return ("The steps, without the worked numbers; the last line is yours:\n" + "\n".join(lines)
-            + "\nanswer = ...")
+    steps, heading = body[:-1], "The steps, without the worked numbers; the last line is yours:\n"
+    if _only_names(body[-1], steps):
+        steps, heading = steps[:len(steps) // 2], "The first steps, without the worked numbers; the rest is yours:\n"
+        if not steps:
+            return None
+    lines = [line.rstrip() for node in steps for line in ast.get_source_segment(code, node).splitlines()]
+    return heading + "\n".join(lines) + "\nanswer = ..."
+
+
+def _only_names(last, before):
+    """Whether the statement ``last`` sets a value made only of names the statements ``before`` assign
+    (``answer = my_weights``, ``answer = [my_m, my_l]``): nothing of the working is in it."""
+    import ast
+
+    value = getattr(last, "value", None)
+    if not isinstance(last, ast.Assign) or value is None:
+        return False
+    parts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+    assigned = {node.id for statement in before for node in ast.walk(statement)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    return bool(parts) and all(isinstance(part, ast.Name) and part.id in assigned for part in parts)
 
 
 # Every numeric exercise built in this session, oldest first, so that an
@@ -153,6 +175,8 @@ class _Exercise:
         text = steps[i]
         if given >= len(steps) - 1:
             text += "\n\n" + (_LAST_HINT_WITHHELD if solutions_withheld() else _LAST_HINT)
+        else:
+            text += "\n\n" + _NEXT_HINT
         return Reveal(f"Hint {i + 1} of {len(steps)}" + (" (stronger)" if i else ""), text)
 
     def hint_steps(self):
