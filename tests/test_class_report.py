@@ -172,6 +172,13 @@ SETUP = ("import os\nimport numpy as np\nimport workbook\nfrom helpers.exercises
          "              mistakes={'doubled': ('You doubled it.', lambda a: 2 * a)})\n"
          "ex_other = exercise('Cube a.', inputs={'a': 3.0}, answer=lambda a: a ** 3)")
 WORKBOOK = ("import numpy as np\n\ndef causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool), k=-1)\n")
+# right without a mask, and it ignores the mask it is given: wrong under diagnose's default inputs, right with
+# masks=False, batches=False (notebook 01's options)
+MASKLESS_ATTENTION = ("\ndef attention(Q, K, V, mask=None):\n"
+                      "    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])\n"
+                      "    w = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+                      "    w = w / w.sum(axis=-1, keepdims=True)\n"
+                      "    return w @ V, w\n")
 
 
 def handin(folder, student, cells, workbook=None):
@@ -285,8 +292,15 @@ def make_odd(folder):
         "open('inside.txt', 'w').write('x')\nopen('../escape_of_gina.txt', 'w').write('x')",
         "import workbook",
     ], "def causal_mask(n:\n    return n\n")                      # a syntax error
-    handin(folder, "ivan", [SETUP, "from helpers.exercises import solutions\n"
-                                   "diagnose(solutions.causal_mask, piece='causal_mask')"], WORKBOOK)   # a forgery
+    handin(folder, "ivan", [SETUP, "diagnose(workbook.causal_mask, piece='causal_mask')",
+                            "diagnose(workbook.attention)",
+                            "from helpers.exercises import solutions\n"
+                            "diagnose(solutions.causal_mask, piece='causal_mask')",     # a forgery: not counted
+                            "diagnose(workbook.attention, masks=False, batches=False)",   # fewer inputs: not counted
+                            "from helpers.exercises import run_with_your_attention\n"      # as 11's faulty example
+                            "run_with_your_attention(workbook.attention)\n"               # counted
+                            "run_with_your_attention(lambda Q, K, V, mask=None: solutions.attention(Q, K, V, mask))"],
+           WORKBOOK + MASKLESS_ATTENTION)
 
 
 def test_a_renamed_copy_is_named_by_the_course_notebook_and_two_copies_count_once(runs):
@@ -310,13 +324,19 @@ def test_an_empty_student_folder_gets_a_row(runs):
 
 def test_a_diagnose_column_is_the_handed_in_workbooks_graded_apart_whatever_function_a_cell_diagnosed(runs):
     ivan = runs["odd"]["ivan"]
-    # his last cell diagnosed the course's own causal_mask; his workbook's hides the diagonal, and that counts
+    # a later cell diagnosed the course's own causal_mask; his workbook's hides the diagonal, and that counts
     assert ivan["checks"]["01_river_bank:diagnose:causal_mask"] == (False, "diagonal_masked")
-    assert ivan["problems"] == ["not_workbook_function"]
+    # his last call diagnosed his attention with fewer inputs; the first call's options are the bar
+    correct, mistake = ivan["checks"]["01_river_bank:diagnose:attention"]
+    assert not correct and mistake == "mask_ignored", mistake
+    assert ivan["problems"] == []
+    # his workbook's attention, judged by the finale, counts; a cell's lambda after it (the course's
+    # solution inside) does not
+    assert ivan["checks"]["01_river_bank:run_with_your_attention"] == (False, "mask_ignored")
 
 
-def test_a_broken_workbook_a_non_workbook_diagnose_and_a_write_outside_are_named(runs):
+def test_a_broken_workbook_and_a_write_outside_are_named_and_a_non_workbook_diagnose_is_not_counted(runs):
     gina, erin = runs["odd"]["gina"], runs["odd"]["erin"]
-    assert {"workbook_import_error", "cell_error", "not_workbook_function", "wrote_outside"} <= set(gina["problems"])
-    assert gina["checks"]["01_river_bank:diagnose:causal_mask"] == (True, None)   # judged, but flagged
+    assert {"workbook_import_error", "cell_error", "wrote_outside"} <= set(gina["problems"])
+    assert "01_river_bank:diagnose:causal_mask" not in gina["checks"]   # the course's function: not counted
     assert erin["problems"] == ["duplicate_notebook"]              # her relative writes inside stay unreported

@@ -21,11 +21,14 @@ An exercise is found by its checker object, not by its cell: every
 two-digit prefix, and the name the notebook gives the checker, e.g.
 ``04_masking:ex_sums``), and every ``diagnose(fn, piece=...)`` under
 ``<notebook>:diagnose:<piece>`` (``run_with_your_attention`` and
-``check_your_block`` under their names). The last check of each exercise in
-the run counts, so for diagnose the last call per piece; a diagnose
-column's verdict is then that of the handed-in workbook.py's own function
-of the piece, diagnosed again after the run (with the call's options) in a
-process of its own, so a cell that diagnoses another function does not count. Its verdict is
+``check_your_block`` under their names), counted only when the function it
+judges is defined in the hand-in's workbook.py: a notebook's own examples
+(04's first attempt, 11's faulty one) and the course's solutions do not count.
+The last check of each exercise in the run counts, so for diagnose the last
+call per piece; a diagnose column's verdict is then that of the handed-in
+workbook.py's own function of the piece, diagnosed again after the run (with
+the options of the notebook's first call of that piece, so a later call with
+fewer inputs does not count) in a process of its own. Its verdict is
 ``correct``, ``wrong`` with the checker's ``.mistake`` key,
 ``not_attempted`` (the ``answer = ...`` left, or a workbook stub), or
 ``not_checked`` (its check never ran: the cell was deleted, raised first,
@@ -38,8 +41,7 @@ one row per student (their notebooks added up, with what went wrong running
 each: unreadable, a cell
 that raised, timed out, printed more than 100 kB, files deleted in its
 working folder, a file written beside it by ``../``: wrote_outside, a
-workbook.py that does not compile: workbook_import_error, a counted
-diagnose of a function not from workbook.py: not_workbook_function, two
+workbook.py that does not compile: workbook_import_error, two
 copies of one course notebook: duplicate_notebook, the one last modified
 run, a student folder without notebooks: no_notebooks). ``--csv FILE``
 writes one row per student and exercise: student, notebook, exercise,
@@ -123,8 +125,9 @@ def _class_report_install(record, notebook):
     @functools.wraps(original)
     def diagnose(fn, piece="attention", **options):
         verdict = original(fn, piece, **options)
-        given = {k: v for k, v in options.items() if isinstance(v, (bool, int, float, str))}
-        write(f"diagnose:{piece}", verdict, workbook=from_workbook(fn), piece=str(piece), options=given)
+        if from_workbook(fn):      # the notebook's own examples (04's first attempt) and the course's solutions: not
+            given = {k: v for k, v in options.items() if isinstance(v, (bool, int, float, str))}
+            write(f"diagnose:{piece}", verdict, piece=str(piece), options=given)
         return verdict
     module.diagnose = package.diagnose = diagnose
 
@@ -138,7 +141,8 @@ def _class_report_install(record, notebook):
         @functools.wraps(fn)
         def judge(*args, **kwargs):
             verdict = fn(*args, **kwargs)
-            write(name, verdict)
+            if from_workbook(args[0] if args else kwargs.get("fn")):   # 11's faulty first_attempt does not count
+                write(name, verdict)
             return verdict
         judge._recorded = True
         setattr(package, name, judge)
@@ -332,7 +336,7 @@ def _run_handin(student, notebook, workbook, notebook_time, cell_time):
             result["problems"].append("deleted_files")
         if any(p.name != "work" for p in work.parent.iterdir()):
             result["problems"].append("wrote_outside")
-        foreign, diagnosed = {}, {}
+        diagnosed = {}
         if record.exists():
             for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
@@ -341,13 +345,10 @@ def _run_handin(student, notebook, workbook, notebook_time, cell_time):
                     continue
                 if "id" in entry:
                     result["checks"][entry["id"]] = (bool(entry.get("correct")), entry.get("mistake"))
-                    foreign[entry["id"]] = entry.get("workbook") is False
-                    if "piece" in entry:
+                    if "piece" in entry and entry["id"] not in diagnosed:   # the first call's options: the course's
                         diagnosed[entry["id"]] = {"piece": entry["piece"], "options": entry.get("options") or {}}
                 elif entry.get("event") and entry["event"] not in result["problems"]:
                     result["problems"].append(entry["event"])
-        if any(foreign.values()):             # the counted diagnose call judged a function not from workbook.py
-            result["problems"].append("not_workbook_function")
         if diagnosed:
             source = Path(workbook).read_bytes() if workbook is not None else workbook_source().encode()
             _grade_workbook_apart(source, records / "grade", cell_time, diagnosed, result)
