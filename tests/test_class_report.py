@@ -204,6 +204,8 @@ def make_hostile(folder):
         "diagnose(workbook.causal_mask, piece='padding_mask')",     # the rest goes on
     ], WORKBOOK)
     handin(folder, "bob", [SETUP, "while True:\n    pass", "ex.check(9.0)"])
+    handin(folder, "kim", [SETUP, "ex.check(9.0)",                  # kills the report's runner of her notebook
+                           "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"])
     (folder / "dave.ipynb").write_bytes(b"\x00\xffnot a notebook")
     (folder / ".ipynb_checkpoints").mkdir()                         # JupyterLab's copies: no student
     (folder / ".ipynb_checkpoints" / "x-checkpoint.ipynb").write_text("{}")
@@ -231,7 +233,7 @@ def test_a_cell_that_never_ends_is_stopped_and_the_next_cells_run(hostile):
 
 def test_an_unreadable_notebook_is_reported_on_its_row(hostile):
     dave = hostile["dave"]
-    assert set(hostile) == {"alice", "bob", "dave"}
+    assert set(hostile) == {"alice", "bob", "dave", "kim"}
     row = next(line for line in report.report(list(hostile.values())).splitlines() if line.startswith("dave "))
     assert row.split()[1:] == ["1", "0", "0", "0", "0", "dave:", "unreadable"]   # no course name: no exercises known
     assert dave["problems"] == ["unreadable"] and dave["checks"] == {}
@@ -340,3 +342,9 @@ def test_a_broken_workbook_and_a_write_outside_are_named_and_a_non_workbook_diag
     assert {"workbook_import_error", "cell_error", "wrote_outside"} <= set(gina["problems"])
     assert "01_river_bank:diagnose:causal_mask" not in gina["checks"]   # the course's function: not counted
     assert erin["problems"] == ["duplicate_notebook"]              # her relative writes inside stay unreported
+
+
+def test_a_notebook_that_kills_its_runner_is_reported_run_failed(hostile):
+    # her kernel's parent is the subprocess running her notebook: killed, it exits by a signal, not cleanly
+    assert "run_failed" in hostile["kim"]["problems"]
+    assert hostile["kim"]["checks"]["01_river_bank:ex"] == (True, None)   # what was recorded before still counts

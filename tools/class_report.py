@@ -326,6 +326,9 @@ def _run_handin(student, notebook, workbook, notebook_time, cell_time):
                 except OSError:
                     pass
                 proc.wait()
+            else:
+                if proc.returncode != 0 and "run_failed" not in result["problems"]:
+                    result["problems"].append("run_failed")   # the runner itself was killed or died
         if pid_file.exists():
             try:
                 _kill(int(pid_file.read_text()))   # the kernel runs in a session of its own: stop it too
