@@ -287,12 +287,9 @@ class SourceAudit:
                   f"listed in {self.table_at}")
         else:
             scope = "all " if published is not None and not missing else ""   # "all" only when checked against all
-            if rounded:
-                print(f"{scope}{entries} numbers published by {self.source} are reproduced; {rounded} "
-                      f"differ{'s' if rounded == 1 else ''} only by the published rounding, listed in {self.table_at}")
-            else:
-                print(f"{scope}{entries} numbers published by {self.source} are reproduced, each to its published "
-                      f"rounding ({self.table_at} has the table)")
+            how = (f"; {rounded} differ{'s' if rounded == 1 else ''} only by the published rounding, listed in "
+                   f"{self.table_at}" if rounded else f", each to its published rounding ({self.table_at} has the table)")
+            print(f"{scope}{entries} numbers published by {self.source} are reproduced{how}")
         if missing:
             print(f"not checked: {', '.join(missing)}")
 
