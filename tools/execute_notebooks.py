@@ -6,7 +6,8 @@ Raise it on a loaded machine, e.g. --timeout 300 for notebook 11.)
 
 This is how stored outputs are regenerated (the Makefile's execute target),
 so that nbval's comparison checks what a fresh run really prints. Timing
-metadata is not recorded, printouts split into several stream messages are
+metadata is not recorded, each explorer stores the states of its whole control
+grid for the static site (``COURSE_STATIC_FORMS=1`` in the kernel's environment), printouts split into several stream messages are
 merged, and the random ids of widget models are replaced by
 ids derived from the notebook's name and their order, so a re-run changes a
 notebook only where its outputs change.
@@ -14,11 +15,16 @@ notebook only where its outputs change.
 
 import argparse
 import hashlib
+import os
+import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from helpers.explorers.static import STATIC_FORMS_ENV  # noqa: E402
 
 
 #: Seconds one cell may run before nbclient stops the run (``--timeout``).
@@ -36,7 +42,9 @@ def execute(path, timeout=DEFAULT_TIMEOUT):
         record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},
     )
-    client.execute()
+    # The kernel stores each explorer's whole control grid for the static site (helpers/explorers/static.py);
+    # a live JupyterLab kernel, without this variable, displays only the picture it shows.
+    client.execute(env={**os.environ, STATIC_FORMS_ENV: "1"})
     # A cell's printout can arrive in several stream messages, split at random;
     # merge them so the stored notebook is the same on every run.
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})

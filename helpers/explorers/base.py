@@ -17,9 +17,10 @@ import ipywidgets as widgets
 import numpy as np
 
 from helpers.examples import load_example
+from helpers.explorers.static import Control, grid_html, grid_states, static_forms_wanted
 
 __all__ = [
-    "Explorer", "KERNEL_LINE", "NO_KERNEL_LINE",
+    "Explorer", "KERNEL_LINE", "NO_KERNEL_LINE", "STATIC_LINE",
 ]
 
 
@@ -53,7 +54,17 @@ class Explorer(widgets.VBox):
     last line (:data:`NO_KERNEL_LINE`) tells the reader to start the kernel.
     """
 
-    def __init__(self, compute, draw, controls, layout_rows, height):
+    #: The explorer's name on a static page (``data-explorer``); each explorer sets its own.
+    name = "explorer"
+    #: {control name: values} where the static grid covers other values than the control offers
+    #: (a bounded grid, or a slider whose range follows another control); see :meth:`static_controls`.
+    grid_options = None
+    #: What the static page says for a setting its grid does not hold.
+    missing_note = "This setting is not stored on this page; moving to it needs a kernel: open the course with make lab."
+
+    def __init__(self, compute, draw, controls, layout_rows, height, name=None):
+        if name is not None:
+            self.name = name
         self.compute, self.draw, self.controls = compute, draw, dict(controls)
         self.state, self.error = None, None
         self._height = height
@@ -61,6 +72,7 @@ class Explorer(widgets.VBox):
         self.picture.add_class("explorer-picture")
         self.kernel_line = widgets.HTML(f"<style>{EXPLORER_CSS}</style>"
                                         f"<div class='explorer-kernel-line'>{_code(NO_KERNEL_LINE)}</div>")
+        self._notes = _row_notes(layout_rows, self.controls)
         rows = [widgets.HBox(row, layout=widgets.Layout(flex_flow="row wrap", align_items="center", max_width="100%"))
                 for row in layout_rows]
         super().__init__(rows + [self.picture, self.kernel_line], layout=widgets.Layout(max_width="100%"))
@@ -83,8 +95,7 @@ class Explorer(widgets.VBox):
         """Recompute from the current control values and redraw; show any error in the picture."""
         try:
             state = self.compute(**{name: c.value for name, c in self.controls.items()})
-            drawn, messages = self.draw(state), _messages_html(state.messages)
-            picture = messages + drawn if self.messages_first else drawn + messages
+            picture = self._picture(state)
             height = self._height(state) if callable(self._height) else self._height
         except self.note_errors as exc:
             self.state, self.error = None, str(exc)
@@ -98,10 +109,34 @@ class Explorer(widgets.VBox):
         self.picture.layout.min_height = height
         self.picture.value = picture
 
+    def _picture(self, state):
+        """The picture's HTML for ``state``: the drawing and the state's messages, in the explorer's order."""
+        drawn, messages = self.draw(state), _messages_html(state.messages)
+        return messages + drawn if self.messages_first else drawn + messages
+
     def static_html(self):
-        """The static form: the current picture and :data:`KERNEL_LINE`, as one piece of HTML."""
-        return (f"<div class='course-explorer-static'><style>{EXPLORER_CSS}</style>{self.picture.value}"
-                f"<p class='explorer-kernel-line'>{_code(KERNEL_LINE)}</p></div>")
+        """The static form, one piece of HTML: the still picture of the current state with :data:`KERNEL_LINE`,
+        and, when :func:`~helpers.explorers.static.static_forms_wanted` (``make execute``), the interactive
+        form of :meth:`static_grid`, which a script puts in the still picture's place."""
+        grid = self.static_grid() if static_forms_wanted() else ""
+        return (f"<div class='course-explorer-static'><style>{EXPLORER_CSS}</style>"
+                f"<div class='course-explorer-still'>{self.picture.value}"
+                f"<p class='explorer-kernel-line'>{_code(KERNEL_LINE)}</p></div>{grid}</div>")
+
+    def static_controls(self):
+        """The controls as the static page offers them: a :class:`~helpers.explorers.static.Control` per
+        widget (sliders become ranges, checkboxes checkboxes, toggle buttons buttons, dropdowns selects)."""
+        return [_static_control(name, widget, (self.grid_options or {}).get(name), self._notes.get(name, ""))
+                for name, widget in self.controls.items()]
+
+    def static_states(self):
+        """{state key: picture HTML} for every setting of the static grid (as the live picture draws it)."""
+        return grid_states(self.static_controls(), lambda values: self._picture(self.compute(**values)),
+                           self.grid_options)
+
+    def static_grid(self):
+        """The interactive static form: every state of the control grid and the script that switches them."""
+        return grid_html(self.name, self.static_controls(), self.static_states(), self.missing_note, STATIC_LINE)
 
     def static_text(self):
         """The static form as plain text: :data:`KERNEL_LINE`, then the state's messages (or the error)."""
@@ -131,9 +166,50 @@ EXPLORER_CSS = (
     f"background:{PRESSED_BACKGROUND};color:{PRESSED_TEXT};font-weight:bold;"
     "box-shadow:inset 0 0 0 2px var(--jp-content-font-color0,#000);text-decoration:underline}"
 )
+#: The line under the controls of the static page's interactive form.
+STATIC_LINE = ("This page stores the explorer's picture for every setting of its controls, computed by the course's "
+               "code: move them. Running code of your own needs a kernel: open the course with make lab.")
 #: The live explorer's last line, for a widget renderer that shows saved controls without a kernel.
 NO_KERNEL_LINE = ("Controls change nothing? Then no kernel is running: open the course with `make lab` "
                   "and run the notebook's cells.")
+
+
+def _row_notes(layout_rows, controls):
+    """{control name: the text of the Labels that follow it in its row} (the live explorer's notes beside a
+    control, e.g. "d_model = 24, d_k = d_model / num_heads"), for the static page's controls."""
+    owner = {id(w): name for name, w in controls.items()}
+    for name, w in controls.items():
+        for b in getattr(w, "buttons", ()):
+            owner[id(b)] = name
+    notes = {}
+    for row in layout_rows:
+        last = None
+        for w in row:
+            if id(w) in owner:
+                last = owner[id(w)]
+            elif isinstance(w, widgets.Label) and last is not None:
+                notes[last] = (notes.get(last, "") + " " + w.value).strip()
+    return notes
+
+
+def _static_control(name, widget, values=None, note=""):
+    """The static page's :class:`Control` for one live control widget (its label and options as shown)."""
+    label = getattr(widget, "description", "") or name
+    if isinstance(widget, widgets.Checkbox):
+        return Control(name, label, "checkbox", [], bool(widget.value), note)
+    if isinstance(widget, widgets.IntSlider):
+        span = values if values is not None else range(widget.min, widget.max + 1)
+        return Control(name, label, "range", [(str(v), int(v)) for v in span], int(widget.value), note,
+                       follows=getattr(widget, "static_follows", None))
+    if isinstance(widget, (widgets.SelectionSlider, widgets.ToggleButtons, widgets.Dropdown)):
+        kind = {widgets.SelectionSlider: "range", widgets.ToggleButtons: "buttons"}.get(type(widget), "select")
+        return Control(name, label, kind, list(zip(widget._options_labels, widget._options_values)), widget.value,
+                       note)
+    buttons = getattr(widget, "buttons", None)        # the mask explorer's hidden keys: one toggle button per key
+    if buttons is not None:
+        return Control(name, "keys to hide:", "toggles", [(b.description, i) for i, b in enumerate(buttons)],
+                       list(widget.value), note)
+    raise ValueError(f"control {name!r}: a static page has no control for {type(widget).__name__}")
 
 
 def _code(text):

@@ -142,4 +142,4 @@ def dk_explorer(d_k=64, scaled=True):
                                      layout=widgets.Layout(width="420px"))
     box = widgets.Checkbox(value=_flag(scaled, "scaled"), description="divide the scores by √d_k", indent=False)
     return Explorer(lambda d_k, scaled: dk_state(d_k, scaled), _draw_dk,
-                    {"d_k": slider, "scaled": box}, [[slider, box]], height="300px")
+                    {"d_k": slider, "scaled": box}, [[slider, box]], height="300px", name="dk")

@@ -139,4 +139,4 @@ def heads_explorer(num_heads=8):
                                     description="num_heads", style={"button_width": "42px"})
     return Explorer(lambda num_heads: heads_state(num_heads), _draw_heads, {"num_heads": buttons},
                     [[buttons, widgets.Label(f"d_model = {HEADS_D_MODEL}, d_k = d_model / num_heads")]],
-                    height=_heads_height)
+                    height=_heads_height, name="heads")

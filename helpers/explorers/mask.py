@@ -179,9 +179,20 @@ def mask_explorer(example="river_bank", causal=True):
     buttons = [widgets.ToggleButton(value=False, description=f"hide '{t}'", tooltip=f"hide key {i}: {t}",
                                     layout=widgets.Layout(width="auto")) for i, t in enumerate(tokens)]
     hidden = _HiddenKeys(buttons, tokens)
-    return Explorer(lambda causal, hidden, where: mask_state(causal, hidden, where, example), _draw_mask,
-                    {"causal": causal_box, "hidden": hidden, "where": where},
-                    [[causal_box, where], [widgets.Label("keys to hide:")] + buttons], height="200px")
+    explorer = Explorer(lambda causal, hidden, where: mask_state(causal, hidden, where, example), _draw_mask,
+                        {"causal": causal_box, "hidden": hidden, "where": where},
+                        [[causal_box, where], [widgets.Label("keys to hide:")] + buttons], height="200px",
+                        name="mask")
+    if len(tokens) > MASK_GRID_TOKENS:   # 2^n subsets of hidden keys: past this, each key hidden alone
+        explorer.grid_options = {"hidden": [()] + [(j,) for j in range(len(tokens))]}
+        explorer.missing_note = (f"With more than {MASK_GRID_TOKENS} tokens this page stores each key hidden alone, "
+                                 "not every set of hidden keys: hiding two or more needs a kernel "
+                                 "(open the course with make lab).")
+    return explorer
+
+
+#: Up to this many tokens the static page stores every set of hidden keys (2^n x 4 states); past it, each alone.
+MASK_GRID_TOKENS = 6
 
 
 class _Positions(traitlets.TraitType):

@@ -49,4 +49,4 @@ def setup_check(n=4):
         return (f"<p class='explorer-text'>{state.n} tokens: {state.dot_products} dot products "
                 "(every token scores every token)</p>")
 
-    return Explorer(compute, draw, {"n": slider}, [[slider]], height="2em")
+    return Explorer(compute, draw, {"n": slider}, [[slider]], height="2em", name="setup")

@@ -212,6 +212,9 @@ def tiling_explorer(block_size=2, causal=False, example="river_bank"):
                              layout=widgets.Layout(width="360px"))
     box = widgets.Checkbox(value=first.causal, description="causal mask", indent=False,
                            layout=widgets.Layout(width="130px"))
-    return _TilingExplorer(lambda block_size, step, causal: tiling_state(block_size, step, causal, example),
-                           _draw_tiling, {"block_size": size, "step": step, "causal": box}, [[size, step, box]],
-                           height="330px")
+    step.static_follows = "block_size"        # on the static page too, the step's range follows the block size
+    explorer = _TilingExplorer(lambda block_size, step, causal: tiling_state(block_size, step, causal, example),
+                               _draw_tiling, {"block_size": size, "step": step, "causal": box}, [[size, step, box]],
+                               height="330px", name="tiling")
+    explorer.grid_options = {"step": range(1, n + 1)}
+    return explorer

@@ -90,4 +90,5 @@ def window_explorer(window=3, layers=2):
                                        layout=widgets.Layout(width="360px"))   # tracks of 150+ CSS px projected
                for name, value, top in (("window", window, WINDOW_MAX), ("layers", layers, LAYERS_MAX))}
     return Explorer(lambda window, layers: window_state(window, layers), _draw_window, sliders,
-                    [[sliders["window"], sliders["layers"]]], height=f"{(WINDOW_N + 1) * 20 + 70}px")
+                    [[sliders["window"], sliders["layers"]]], height=f"{(WINDOW_N + 1) * 20 + 70}px",
+                    name="window")
