@@ -17,7 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from helpers.examples import load_example
-from helpers.explorers.static import Control, grid_html, grid_states, static_forms_wanted
+from helpers.explorers.static import Control, bounded_grid_html, grid_states, static_forms_wanted
 
 __all__ = [
     "Explorer", "KERNEL_LINE", "NO_KERNEL_LINE", "STATIC_LINE",
@@ -135,8 +135,10 @@ class Explorer(widgets.VBox):
                            self.grid_options)
 
     def static_grid(self):
-        """The interactive static form: every state of the control grid and the script that switches them."""
-        return grid_html(self.name, self.static_controls(), self.static_states(), self.missing_note, STATIC_LINE)
+        """The interactive static form: every state of the control grid (bounded to GRID_BUDGET bytes: the
+        states nearest the start, when all would be more) and the script that switches them."""
+        return bounded_grid_html(self.name, self.static_controls(), self.static_states(), self.missing_note,
+                                 STATIC_LINE)[0]
 
     def static_text(self):
         """The static form as plain text: :data:`KERNEL_LINE`, then the state's messages (or the error)."""

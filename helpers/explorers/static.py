@@ -37,7 +37,8 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-__all__ = ["STATIC_FORMS_ENV", "static_forms_wanted", "Control", "grid_html", "pieces", "SCRIPT"]
+__all__ = ["STATIC_FORMS_ENV", "static_forms_wanted", "Control", "grid_html", "bounded_grid_html", "grid_states",
+           "pieces", "state_key", "SCRIPT", "GRID_BUDGET"]
 
 #: The environment variable that asks explorers to store their whole grid (set by tools/execute_notebooks.py).
 STATIC_FORMS_ENV = "COURSE_STATIC_FORMS"
@@ -110,6 +111,8 @@ class _TopLevel(HTMLParser):
         return self._lines[line - 1] + col
 
     def handle_starttag(self, tag, attrs):
+        if self.depth == 0:
+            self.cuts.append(self._offset())          # text before a top-level element is a piece of its own
         if tag in self.VOID:
             if self.depth == 0:
                 self.cuts.append(self._offset() + len(self.get_starttag_text()))
@@ -118,7 +121,7 @@ class _TopLevel(HTMLParser):
 
     def handle_startendtag(self, tag, attrs):
         if self.depth == 0:
-            self.cuts.append(self._offset() + len(self.get_starttag_text()))
+            self.cuts += [self._offset(), self._offset() + len(self.get_starttag_text())]
 
     def handle_endtag(self, tag):
         if tag in self.VOID:
@@ -175,6 +178,38 @@ def grid_html(name, controls, states, missing_note, line):
     body = body.replace("</", "<\\/").replace("<!--", "<\\!--")
     return (f"<script type='application/json' class='course-explorer-grid'>{body}</script>"
             f"<script>{SCRIPT}</script>")
+
+
+#: The most bytes of stored HTML one explorer's static form may take (issue 23's budget).
+GRID_BUDGET = 300_000
+
+
+def bounded_grid_html(name, controls, states, missing_note, line, budget=GRID_BUDGET):
+    """:func:`grid_html`, bounded: when every state would pass ``budget`` bytes, the states nearest the
+    controls' starting values are kept (fewest controls moved, fewest keys toggled), as many as fit, and the
+    page says so for a setting left out. Returns (html, number of states kept)."""
+    page = grid_html(name, controls, states, missing_note, line)
+    if len(page.encode("utf-8")) <= budget:
+        return page, len(states)
+    start = [c.value for c in controls]
+    order = sorted(states, key=lambda key: sum(_moved(a, b) for a, b in zip(json.loads(key), start)))
+    note = (f"{missing_note} (The page stores the settings nearest the explorer's start: all {len(states)} "
+            f"would take more than {budget // 1000} kB.)")
+
+    def build(count):
+        return grid_html(name, controls, {k: states[k] for k in order[:count]}, note, line)
+    low, high = 1, len(order) - 1
+    while low < high:                                   # the largest count that fits
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if len(build(middle).encode("utf-8")) <= budget else (low, middle - 1)
+    return build(low), low
+
+
+def _moved(value, start):
+    """How far a control's value is from its start: 0 or 1, or for toggles the keys toggled."""
+    if isinstance(value, list) and isinstance(start, list):
+        return len(set(value) ^ set(start))
+    return int(value != start)
 
 
 def grid_states(controls, compute_html, options=None):
