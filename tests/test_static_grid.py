@@ -106,6 +106,12 @@ def test_controls_keep_the_live_labels_and_notes():
     assert dk["d_k"].kind == "range" and [v for _, v in dk["d_k"].options] == list(W.DK_CHOICES)
 
 
+def test_the_set_up_check_says_on_the_web_page_that_it_checks_nothing_there(wanted):
+    grid = grid_of(W.setup_check()._repr_mimebundle_()["text/html"])
+    assert grid["line"] == W.setup.SETUP_STATIC_LINE and "does not check your set-up" in grid["line"]
+    assert grid_of(W.dk_explorer()._repr_mimebundle_()["text/html"])["line"] == W.base.STATIC_LINE
+
+
 def test_no_grid_while_a_live_cell_displays(monkeypatch):
     monkeypatch.delenv(static.STATIC_FORMS_ENV, raising=False)
     page = W.dk_explorer()._repr_mimebundle_()["text/html"]

@@ -59,6 +59,8 @@ class Explorer(widgets.VBox):
     #: {control name: values} where the static grid covers other values than the control offers
     #: (a bounded grid, or a slider whose range follows another control); see :meth:`static_controls`.
     grid_options = None
+    #: The line under the static page's controls (see :data:`STATIC_LINE`).
+    static_line = None
     #: What the static page says for a setting its grid does not hold.
     missing_note = "This setting is not stored on this page; moving to it needs a kernel: open the course with make lab."
 
@@ -138,7 +140,7 @@ class Explorer(widgets.VBox):
         """The interactive static form: every state of the control grid (bounded to GRID_BUDGET bytes: the
         states nearest the start, when all would be more) and the script that switches them."""
         return bounded_grid_html(self.name, self.static_controls(), self.static_states(), self.missing_note,
-                                 STATIC_LINE)[0]
+                                 self.static_line or STATIC_LINE)[0]
 
     def static_text(self):
         """The static form as plain text: :data:`KERNEL_LINE`, then the state's messages (or the error)."""

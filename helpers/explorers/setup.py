@@ -49,4 +49,12 @@ def setup_check(n=4):
         return (f"<p class='explorer-text'>{state.n} tokens: {state.dot_products} dot products "
                 "(every token scores every token)</p>")
 
-    return Explorer(compute, draw, {"n": slider}, [[slider]], height="2em", name="setup")
+    check = Explorer(compute, draw, {"n": slider}, [[slider]], height="2em", name="setup")
+    check.static_line = SETUP_STATIC_LINE
+    return check
+
+
+#: What the set-up check says on the course's web page, where its slider moves without Python: that it
+#: then checks nothing of the learner's set-up.
+SETUP_STATIC_LINE = ("This is the course's web page: here the slider moves without Python, so it does not check "
+                     "your set-up. To run the course, open it with make lab and run this notebook.")
