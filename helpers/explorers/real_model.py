@@ -14,7 +14,8 @@ import numpy as np
 
 from helpers import real_model as _real_model
 from helpers.attention import attention_entropy
-from helpers.explorers.base import Explorer, _listed
+from helpers.explorers import real_model_static
+from helpers.explorers.base import Explorer, _listed, _static_control
 from helpers.plots import TABLE_MAX_TOKENS as _TABLE_MAX_TOKENS, weights_row_html, weights_table_html
 
 __all__ = [
@@ -333,9 +334,29 @@ class _RealModelExplorer(Explorer):
     note_title = "The model cannot take this text."
     messages_first = True
 
+    def static_controls(self):
+        """The static page's controls: layer and head (ranges), token (a select); the sentence is fixed there."""
+        notes = {"head": "layers and heads are counted from 0"}
+        return [_static_control(name, self.controls[name], None, notes.get(name, "")) for name in ("layer", "head", "token")]
+
     def static_grid(self):
-        """Not yet: the real model's grid is drawn by a script of its own (issue 23, in progress)."""
-        return ""
+        """The interactive static form: the numbers of every layer, head and token of the sentence shown,
+        drawn by real_model.js (see :mod:`helpers.explorers.real_model_static`; state key [layer,head,token])."""
+        return real_model_static.grid_html(self, self.static_controls())
+
+    @staticmethod
+    def static_pieces(state):
+        """What the static page draws ``state`` with: the live strip, spacer and heatmap (their HTML is read
+        for its styles), the heatmap's decimals, the formatters of weights and entropies, and the templates
+        of the first message and the titles (the same functions called with "{slot}" strings)."""
+        n = len(state.tokens)
+        return {"strip": _strip_html(state), "spacer": _SPACER, "table": _table_html(state),
+                "query_mark": _QUERY_MARK, "decimals": _table_look(n)[0], "weight": _weight, "nats": _nats,
+                "templates": {"message": _row_message("{layer}", "{head}", _name("{token}", "{position}"), "{keys}",
+                                                      "{entropy}", n),
+                              "key": _key_text("{position}", "{token}", "{weight}"), "keys_sep": _KEYS_SEP,
+                              "strip_title": _strip_title(_name("{token}", "{position}")),
+                              "table_title": _table_title("{layer}", "{head}", "", "{entropy}")}}
 
     def _changed(self, change):
         if self._rebuilding:
