@@ -31,6 +31,9 @@
     var root = el("div", {"class": "course-static-live", "data-explorer": spec.name});
     var bar = el("div", {"class": "explorer-controls"});
     var picture = el("div", {"class": "explorer-picture", "aria-live": "polite"});
+    // A form whose states are drawn by a script of its own (the real model's: real_model.js) names its drawer.
+    var draw = spec.draw ? (window.courseExplorerDrawers || {})[spec.draw] : null;
+    if (spec.draw && !draw) { throw new Error("no drawer " + spec.draw); }
     function key() { return JSON.stringify(controls.map(function (c) { return values[c.name]; })); }
     function has(name, value) {
       var saved = values[name]; values[name] = value;
@@ -39,8 +42,9 @@
     }
     function show() {
       controls.forEach(function (c) { if (c.follows) { follow(c); } });
-      var k = key(), ids = spec.states[k];
+      var k = key(), ids = draw ? null : spec.states[k];
       root.setAttribute("data-state", k);
+      if (draw) { picture.innerHTML = draw(spec, values); return; }
       if (!ids) {
         picture.textContent = "";
         picture.appendChild(el("div", {"class": "explorer-missing"}, spec.missing));
@@ -123,6 +127,7 @@
       if (c.note) { box.appendChild(el("span", {"class": "explorer-control-note"}, " " + c.note)); }
       bar.appendChild(box);
     });
+    if (spec.intro) { root.appendChild(el("p", {"class": "explorer-intro"}, spec.intro)); }  // in a fixed control's place
     root.appendChild(bar);
     root.appendChild(picture);
     root.appendChild(el("p", {"class": "explorer-kernel-line"}, spec.line));

@@ -14,7 +14,8 @@ import numpy as np
 
 from helpers import real_model as _real_model
 from helpers.attention import attention_entropy
-from helpers.explorers.base import Explorer, _listed
+from helpers.explorers import real_model_static
+from helpers.explorers.base import Explorer, _listed, _static_control
 from helpers.plots import TABLE_MAX_TOKENS as _TABLE_MAX_TOKENS, weights_row_html, weights_table_html
 
 __all__ = [
@@ -167,6 +168,39 @@ def _unknown_message(model, text, tokens):
     return messages
 
 
+# The pieces of the messages and titles, one function each, so that the static page's templates
+# (real_model_static.py, which calls them with "{slot}" strings) are written by the same code.
+
+def _weight(w):
+    """A weight as the messages print it (3 decimals)."""
+    return f"{w:.3f}"
+
+
+def _nats(x):
+    """An entropy (nats) as the messages and the heatmap's title print it (2 decimals)."""
+    return f"{x:.2f}"
+
+
+def _name(token, position):
+    """The chosen query as the messages and the strip's title name it: 'bank' (position 2)."""
+    return f"'{token}' (position {position})"
+
+
+def _key_text(position, token, weight):
+    """One of the top keys in the row's message: 'river' (5) 0.123 (``weight`` already printed)."""
+    return f"'{token}' ({position}) {weight}"
+
+
+#: Between the top keys of the row's message.
+_KEYS_SEP = ", "
+
+
+def _row_message(layer, head, name, keys, entropy, n):
+    """The first message: the row's top keys (``keys``, joined) and its entropy (``entropy``, printed), of n tokens."""
+    return (f"Layer {layer}, head {head}. The row of {name} puts most weight on {keys}; "
+            f"its entropy is {entropy} nats of at most log {n} = {_nats(np.log(n))}.")
+
+
 def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
     """One head of all-MiniLM-L6-v2 on ``text``, and the row of one token.
 
@@ -204,10 +238,9 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
     start = 0 if n <= REAL_MAX_DRAWN else min(max(token - REAL_MAX_DRAWN // 2, 0), n - REAL_MAX_DRAWN)
     shown = (start, min(n, start + REAL_MAX_DRAWN))
 
-    name = f"'{tokens[token]}' (position {token})"
-    messages = [f"Layer {layer}, head {head}. The row of {name} puts most weight on "
-                + ", ".join(f"'{t}' ({j}) {w:.3f}" for j, t, w in top[:3])
-                + f"; its entropy is {entropy[token]:.2f} nats of at most log {n} = {np.log(n):.2f}."]
+    name = _name(tokens[token], token)
+    messages = [_row_message(layer, head, name, _KEYS_SEP.join(_key_text(j, t, _weight(w)) for j, t, w in top[:3]),
+                             _nats(entropy[token]), n)]
     if n == 2:
         messages.append("The box holds no word the model can read (it is empty, or only spaces or invisible "
                         "characters), so the model sees just [CLS] and [SEP]. Type a sentence and press Enter.")
@@ -236,30 +269,56 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
                           shown=shown, messages=tuple(messages))
 
 
-def _draw_real(state):
-    """The explorer's picture: the messages first, then the chosen token's row, then the heatmap."""
-    a, b = state.shown
+#: The marker before the chosen query's label in the heatmap (no line break after it).
+_QUERY_MARK = "▸\u00a0"
+#: Between the strip and the heatmap.
+_SPACER = "<div style='height:10px'></div>"
+
+
+def _strip_title(name):
+    """The strip's title for the chosen query ``name`` (see :func:`_name`), up to REAL_MAX_DRAWN tokens."""
+    return f"The row of {name}: its weight on every key"
+
+
+def _table_title(layer, head, where, entropy):
+    """The heatmap's title; ``where`` names a window ("" for the whole sentence), ``entropy`` is printed."""
+    return f"Layer {layer}, head {head}: every query's weights{where} (mean entropy {entropy} nats)"
+
+
+def _table_look(shown):
+    """The heatmap's decimals, cell width (px) and font size (px) for ``shown`` tokens: smaller past 12."""
+    return (2, 34, 11) if shown > 12 else (3, 46, 12)
+
+
+def _strip_html(state):
+    """The chosen token's row as a strip of boxes (its largest weights only, past REAL_MAX_DRAWN tokens)."""
     i, n = state.token, len(state.tokens)
     if n <= REAL_MAX_DRAWN:
-        strip = weights_row_html(state.row, state.tokens, marked=i,
-                                 title=f"The row of '{state.tokens[i]}' (position {i}): its weight on every key")
-    else:  # a long row: its largest weights only, labelled with their positions
-        keys = np.sort(np.argsort(-state.row, kind="stable")[:REAL_ROW_KEYS])
-        rest = float(1.0 - state.row[keys].sum())
-        strip = weights_row_html(state.row[keys], [f"{j}:\u00a0{state.tokens[j]}" for j in keys],
-                                 marked=int(np.flatnonzero(keys == i)[0]) if i in keys else None,
-                                 title=f"The row of '{state.tokens[i]}' (position {i}): its {REAL_ROW_KEYS} largest "
-                                       f"weights of {n} (position: key); the other {n - REAL_ROW_KEYS} keys "
-                                       f"share {rest:.3f}")
-    queries = [("▸\u00a0" if q == i else "") + t for q, t in enumerate(state.tokens)]  # no break after ▸
-    small = (b - a) > 12
+        return weights_row_html(state.row, state.tokens, marked=i, title=_strip_title(_name(state.tokens[i], i)))
+    keys = np.sort(np.argsort(-state.row, kind="stable")[:REAL_ROW_KEYS])  # a long row: its largest weights
+    rest = float(1.0 - state.row[keys].sum())
+    return weights_row_html(state.row[keys], [f"{j}:\u00a0{state.tokens[j]}" for j in keys],
+                            marked=int(np.flatnonzero(keys == i)[0]) if i in keys else None,
+                            title=f"The row of {_name(state.tokens[i], i)}: its {REAL_ROW_KEYS} largest "
+                                  f"weights of {n} (position: key); the other {n - REAL_ROW_KEYS} keys "
+                                  f"share {rest:.3f}")
+
+
+def _table_html(state):
+    """The head's heatmap (at most REAL_MAX_DRAWN tokens, a window around the chosen one), ▸ on its row."""
+    a, b = state.shown
+    i, n = state.token, len(state.tokens)
+    queries = [(_QUERY_MARK if q == i else "") + t for q, t in enumerate(state.tokens)]
+    decimals, cell_width, font_size = _table_look(b - a)
     where = "" if (a, b) == (0, n) else f", positions {a} to {b - 1} of {n}"
-    table = weights_table_html(state.weights[a:b, a:b], queries[a:b], state.tokens[a:b],
-                               title=f"Layer {state.layer}, head {state.head}: every query's weights{where} "
-                                     f"(mean entropy {state.head_entropy:.2f} nats)",
-                               decimals=2 if small else 3, cell_width=34 if small else 46,
-                               font_size=11 if small else 12)
-    return strip + "<div style='height:10px'></div>" + table
+    return weights_table_html(state.weights[a:b, a:b], queries[a:b], state.tokens[a:b],
+                              title=_table_title(state.layer, state.head, where, _nats(state.head_entropy)),
+                              decimals=decimals, cell_width=cell_width, font_size=font_size)
+
+
+def _draw_real(state):
+    """The explorer's picture (after its messages): the chosen token's row, then the heatmap."""
+    return _strip_html(state) + _SPACER + _table_html(state)
 
 
 class _RealModelExplorer(Explorer):
@@ -275,9 +334,29 @@ class _RealModelExplorer(Explorer):
     note_title = "The model cannot take this text."
     messages_first = True
 
+    def static_controls(self):
+        """The static page's controls: layer and head (ranges), token (a select); the sentence is fixed there."""
+        notes = {"head": "layers and heads are counted from 0"}
+        return [_static_control(name, self.controls[name], None, notes.get(name, "")) for name in ("layer", "head", "token")]
+
     def static_grid(self):
-        """Not yet: the real model's grid is drawn by a script of its own (issue 23, in progress)."""
-        return ""
+        """The interactive static form: the numbers of every layer, head and token of the sentence shown,
+        drawn by real_model.js (see :mod:`helpers.explorers.real_model_static`; state key [layer,head,token])."""
+        return real_model_static.grid_html(self, self.static_controls())
+
+    @staticmethod
+    def static_pieces(state):
+        """What the static page draws ``state`` with: the live strip, spacer and heatmap (their HTML is read
+        for its styles), the heatmap's decimals, the formatters of weights and entropies, and the templates
+        of the first message and the titles (the same functions called with "{slot}" strings)."""
+        n = len(state.tokens)
+        return {"strip": _strip_html(state), "spacer": _SPACER, "table": _table_html(state),
+                "query_mark": _QUERY_MARK, "decimals": _table_look(n)[0], "weight": _weight, "nats": _nats,
+                "templates": {"message": _row_message("{layer}", "{head}", _name("{token}", "{position}"), "{keys}",
+                                                      "{entropy}", n),
+                              "key": _key_text("{position}", "{token}", "{weight}"), "keys_sep": _KEYS_SEP,
+                              "strip_title": _strip_title(_name("{token}", "{position}")),
+                              "table_title": _table_title("{layer}", "{head}", "", "{entropy}")}}
 
     def _changed(self, change):
         if self._rebuilding:
