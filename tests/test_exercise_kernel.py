@@ -24,6 +24,14 @@ from helpers.course import NOTEBOOKS_DIR
 CELL_TIMEOUT = 300
 
 
+def shown_feedback(cell):
+    """What a cell printed and the text of what it displayed: a check in a kernel displays its feedback as text
+    beside the exercise's data for the static page (helpers/exercises/static.py)."""
+    return "".join(out.get("text", "") if out.get("name") == "stdout" else
+                   (out.get("data", {}).get("text/plain", "") + "\n" if out.output_type == "display_data" else "")
+                   for out in cell.outputs)
+
+
 @pytest.mark.parametrize("notebook", sorted(CASES))
 def test_mistakes_typed_into_exercise_cells_are_named_in_a_fresh_kernel(notebook):
     nb = nbformat.read(NOTEBOOKS_DIR / notebook, as_version=4)
@@ -39,7 +47,7 @@ def test_mistakes_typed_into_exercise_cells_are_named_in_a_fresh_kernel(notebook
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(NOTEBOOKS_DIR)}}).execute()
     for exercise, key, code, extra, cell in typed:
-        printed = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stdout")
+        printed = shown_feedback(cell)
         for phrase in [PHRASES[key], *extra]:
             assert phrase in printed, f"{exercise} with {code!r}: expected {phrase!r}, got {printed!r}"
 
@@ -56,5 +64,5 @@ def test_every_solution_pasted_into_its_answer_cell_is_accepted_in_a_fresh_kerne
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(NOTEBOOKS_DIR)}}).execute()
     for exercise, cell in pasted.items():
-        printed = "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stdout")
+        printed = shown_feedback(cell)
         assert printed.startswith("Correct!"), f"{exercise}: {printed!r}"

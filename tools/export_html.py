@@ -11,6 +11,8 @@ Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
   nbconvert draws the widget view whenever the notebook stores widget state,
   and that needs the widget manager from a CDN; so the export drops the widget
   views and the stored state, and the static form is what the page shows.
+- An exercise's check stores its data beside the printed feedback; the export adds the form that
+  answers a typed answer on the page (helpers.exercises.static.add_exercise_html).
 - Maths is rendered by the MathJax 2 copy of the PyPI package
   jupyter-server-mathjax, copied to SITE/mathjax/.
 - SITE/index.html is the course map of helpers/course.py, linking the
@@ -33,6 +35,7 @@ from nbconvert import HTMLExporter
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from helpers.course import COURSE  # noqa: E402
+from helpers.exercises.static import add_exercise_html  # noqa: E402
 
 SITE = ROOT / "site"
 TEMPLATES = Path(__file__).resolve().parent / "html_template"
@@ -71,7 +74,7 @@ def exporter():
 def export_notebook(path, site, html_exporter=None):
     """Write ``site/<stem>.html`` for the notebook at ``path``; returns the page's path."""
     path = Path(path)
-    nb = static_notebook(nbformat.read(path, as_version=4))
+    nb = add_exercise_html(static_notebook(nbformat.read(path, as_version=4)), path.stem)
     resources = {"metadata": {"name": path.stem, "path": str(path.parent)},
                  "course_css": CSS.read_text(encoding="utf-8")}
     body, _ = (html_exporter or exporter()).from_notebook_node(nb, resources=resources)

@@ -34,6 +34,7 @@ from helpers.exercises.feedback import (
     _shape_words,
 )
 from helpers.edition import solutions_withheld, withheld_text
+from helpers.exercises.static import show
 from helpers.inputs import refuse_masked_array
 
 __all__ = [
@@ -149,8 +150,9 @@ class _Exercise:
     fallback = Feedback(False, "unreadable", "I could not read your answer. Give a number or a numpy array.")
 
     def check(self, answer):
-        """Print feedback on ``answer``; never raises. Returns nothing."""
-        print(self.feedback(answer).text)
+        """Print feedback on ``answer``; never raises. Returns nothing. In a Jupyter kernel the text is shown
+        with the exercise's data beside it, for the static page (helpers/exercises/static.py)."""
+        show(self, self.feedback(answer).text)
 
     def feedback(self, answer):
         """The :class:`Feedback` for ``answer``. Never raises, whatever ``answer`` is."""

@@ -72,6 +72,9 @@ class KeyDesignExercise(_Exercise):
     property (nothing to design), or a prefer that no W_K makes win.
     """
 
+    #: why the static page cannot check it (helpers/exercises/static.py)
+    static_needs_kernel = "it has many right answers (any W_K under which the query prefers the word), which only the kernel can judge."
+
     def __init__(self, X, W_Q, W_K, tokens, query, prefer, over=None):
         self.X, self.W_Q, self.W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
         n, d_model = self.X.shape

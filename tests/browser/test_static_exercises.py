@@ -1,0 +1,135 @@
+"""The exercises of the static pages (make html) answered in Chromium, with no kernel and no network.
+
+Every page holding exercises is exported into a temporary folder and opened from disk, every request to
+another host refused. Each numeric exercise is answered with its stored right answer typed as numpy prints
+it, with its first named mistake, and with nonsense ("banana", "[1, 2", nothing); each choice is clicked
+right and wrong; each gets the kernel's own text in its data-feedback. The keyboard works (Tab to the box,
+type, Enter), and a page without scripts shows the printed feedback and no control.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import export_html  # noqa: E402
+from test_static_pages import open_offline  # noqa: E402
+
+from helpers.course import NOTEBOOKS_DIR, ready_notebooks  # noqa: E402
+from helpers.exercises.static import MIME  # noqa: E402
+
+UNREADABLE = "I could not read that: type a number or a list like [0.1, 0.2]"
+
+
+def stored_exercises(stem):
+    nb = nbformat.read(NOTEBOOKS_DIR / f"{stem}.ipynb", as_version=4)
+    return [out["data"][MIME] for cell in nb.cells if cell.cell_type == "code"
+            for out in cell.get("outputs", []) if MIME in out.get("data", {})]
+
+
+PAGES = [Path(n).stem for n in ready_notebooks() if stored_exercises(Path(n).stem)]
+
+
+def as_numpy_prints(value):
+    """A stored value typed as numpy prints it (default print options; "-inf" for -inf)."""
+    def back(v):
+        return [back(x) for x in v] if isinstance(v, list) else float(v)
+    arr = np.array(back(value), dtype=float)
+    return str(arr) if arr.ndim else str(float(arr))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("site")
+    export_html.export_site(folder, [NOTEBOOKS_DIR / f"{p}.ipynb" for p in PAGES])
+    return folder
+
+
+def answered(box, text):
+    field = box.locator("input[type=text], textarea")
+    field.fill(text)
+    box.locator("button", has_text="Check").click()
+    return box.locator("[data-feedback]").text_content()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_exercise_answers_right_a_named_mistake_and_nonsense(browser, site, name):
+    page, context, refused = open_offline(browser, (site / f"{name}.html").as_uri(), viewport={"width": 1100, "height": 900})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        stored = stored_exercises(name)
+        answerable = [d for d in stored if "needs_kernel" not in d]
+        boxes = page.locator(".course-exercise[data-exercise]")
+        assert boxes.count() == len(answerable)
+        notes = page.locator("[data-needs-kernel]")
+        assert notes.count() == len(stored) - len(answerable)
+        for k in range(notes.count()):
+            assert "make lab" in notes.nth(k).inner_text()
+        problems = []
+        for k, data in enumerate(answerable):
+            box = boxes.nth(k)
+            ident = f"{name}:{data['name']}"
+            assert box.get_attribute("data-exercise") == ident
+            assert box.locator("[data-feedback]").get_attribute("aria-live") == "polite"
+            if data["kind"] == "choice":
+                wrong = next(key for key, _ in data["options"] if key != data["answer"])
+                for key in (data["answer"], wrong):
+                    box.locator(f"input[type=radio][value='{key}']").check()
+                    box.locator("button", has_text="Check").click()
+                    got = box.locator("[data-feedback]").text_content()
+                    if got != data["feedback"][key]:
+                        problems.append(f"{ident} chose {key!r}: {got[:80]!r}")
+                continue
+            tries = [(as_numpy_prints(data["expected"]), data["correct"])]
+            if data["mistakes"]:
+                first = data["mistakes"][0]
+                tries.append((as_numpy_prints(first["value"]), first["text"]))
+            tries += [(nonsense, UNREADABLE) for nonsense in ("banana", "[1, 2", "")]
+            for typed, want in tries:
+                got = answered(box, typed)
+                if got != want:
+                    problems.append(f"{ident} typed {typed!r}: wanted {want[:60]!r}, got {got[:60]!r}")
+        assert not problems, "\n".join(problems)
+        assert not errors, errors
+        assert not refused, f"the page asked another host for {refused}"
+    finally:
+        context.close()
+
+
+def test_the_keyboard_tabs_to_the_box_types_and_checks_with_enter(browser, site):
+    name = "04_masking"
+    data = next(d for d in stored_exercises(name) if d["kind"] == "numeric")
+    page, context, refused = open_offline(browser, (site / f"{name}.html").as_uri())
+    try:
+        box = page.locator(f"[data-exercise='{name}:{data['name']}']")
+        box.locator("xpath=preceding-sibling::pre[1]").click()     # the printed feedback, just before the form
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.closest('[data-exercise]') !== null && "
+                             "['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName)")
+        page.keyboard.type(as_numpy_prints(data["expected"]))
+        page.keyboard.press("Enter")
+        assert box.locator("[data-feedback]").text_content() == data["correct"]
+        assert not refused
+    finally:
+        context.close()
+
+
+def test_without_scripts_the_page_shows_the_printed_feedback_and_no_dead_control(browser, site):
+    name = "04_masking"
+    page, context, refused = open_offline(browser, (site / f"{name}.html").as_uri(), java_script_enabled=False)
+    try:
+        boxes = page.locator("[data-exercise]")
+        assert boxes.count() == len(stored_exercises(name)) >= 1
+        assert page.locator("[data-exercise] input, [data-exercise] textarea, [data-exercise] button").count() == 0
+        printed = page.locator("pre.course-exercise-printed").first
+        assert printed.is_visible() and "Not attempted yet" in printed.inner_text()
+    finally:
+        context.close()
