@@ -36,6 +36,7 @@ below imports this package):
 
     feedback.py     Feedback, Reveal, and reading a learner's answer (_read, _fmt)
     base.py         the exercise base classes, ChoiceExercise, exercise()
+    static.py       the static page: the data a check stores in a kernel, the form the export adds (exercise.js)
     weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, d_k
     masks_heads.py  notebooks 04-05: the combined mask, row sums masked after the softmax, split_heads, counting weights
     order.py        notebooks 06-07: permuted outputs, a sinusoidal entry (06), the convex hull (07)

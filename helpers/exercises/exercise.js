@@ -124,7 +124,7 @@
   }
 
   function verdict(data, text) {             // the feedback on a typed answer
-    var answer = read(text);
+    var answer = /^\s*(true|false)\s*$/i.test(String(text)) ? null : read(text);   // a lone True: not a number
     if (answer === null || shape(answer) === null) { return UNREADABLE; }
     var atol = tree(data.atol), fill = stored(data.masked_fill);
     var finite = function (v) { return flat(v, []).every(isFinite); };
@@ -172,7 +172,7 @@
     } else {
       var many = Array.isArray(data.expected) && Array.isArray(data.expected[0]);
       var input = make(many ? "textarea" : "input",
-                       many ? {id: id, rows: "3", spellcheck: "false"} : {id: id, type: "text", spellcheck: "false", autocomplete: "off"});
+                       many ? {id: id, rows: String(Math.min(Math.max(data.expected.length, 2), 10)), spellcheck: "false"} : {id: id, type: "text", spellcheck: "false", autocomplete: "off"});
       form.appendChild(make("label", {"for": id}, "Your answer: "));
       form.appendChild(input);
       answerOf = function () { return verdict(data, input.value); };

@@ -133,3 +133,68 @@ def test_without_scripts_the_page_shows_the_printed_feedback_and_no_dead_control
         assert printed.is_visible() and "Not attempted yet" in printed.inner_text()
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------
+# The reader of typed answers, on data written here
+# --------------------------------------------------------------------------
+
+HINT = "Look again."
+NOT_YET = "Not yet. Hint: " + HINT
+
+
+def numeric(name, expected, atol, mistakes=()):
+    return {"name": name, "kind": "numeric", "expected": expected, "atol": atol, "masked_fill": -1e4,
+            "correct": f"RIGHT {name}", "hint": HINT,
+            "mistakes": [{"key": key, "value": value, "text": key.upper()} for key, value in mistakes]}
+
+
+# (data, [(typed, the feedback it must get)]): a boolean mask, a number, a tolerance per column, a vector
+READER_CASES = [
+    (numeric("mask", [[1.0, 0.0], [1.0, 1.0]], 5e-4,
+             [("flipped", [[0.0, 1.0], [0.0, 0.0]]), ("masked", [[1.0, "-inf"], [1.0, 1.0]]),
+              ("nan_entry", [["nan", 0.0], [1.0, 1.0]])]),
+     [("[[ True False]\n [ True  True]]", "RIGHT mask"), ("[[1, 0], [1, 1]]", "RIGHT mask"),
+      ("array([[1., 0.],\n       [1., 1.]])", "RIGHT mask"), ("[[1 0] [1 1]]", "RIGHT mask"),
+      ("[[1.0004, 0], [1, 1]]", "RIGHT mask"), ("[[1.001, 0], [1, 1]]", NOT_YET),
+      ("[[False True] [False False]]", "FLIPPED"), ("[[1, -inf], [1, 1]]", "MASKED"),
+      ("[[1, -np.inf], [1, 1]]", "MASKED"), ("[[1, -1e9], [1, 1]]", "MASKED"),
+      ("[[nan, 0], [1, 1]]", NOT_YET),          # as the kernel: NaN matches nothing, not even a NaN mistake
+      ("[1, 0, 1, 1]", NOT_YET), ("[[1, 0], [1]]", UNREADABLE), ("[[1, 0], [1, 1]]]", UNREADABLE),
+      ("banana", UNREADABLE), ("", UNREADABLE), ("[1, 2", UNREADABLE), ("[[1, 0], [1, x]]", UNREADABLE)]),
+    (numeric("half", 0.5, 5e-4, [("double", 1.0), ("negative", "-inf")]),
+     [("0.5", "RIGHT half"), (" 0.5 ", "RIGHT half"), (".5", "RIGHT half"), ("5e-1", "RIGHT half"),
+      ("np.float64(0.5)", "RIGHT half"), ("(0.5)", "RIGHT half"), ("[0.5]", NOT_YET), ("1", "DOUBLE"),
+      ("-inf", "NEGATIVE"), ("inf", NOT_YET), ("nan", NOT_YET), ("True", UNREADABLE), ("0.5.1", UNREADABLE)]),
+    (numeric("columns", [[1.0, 2.0], [3.0, 4.0]], [0.1, 0.001]),
+     [("[[1.05, 2], [3, 4]]", "RIGHT columns"), ("[[1, 2.05], [3, 4]]", NOT_YET), ("[[1, 2], [3.09, 4.0009]]", "RIGHT columns")]),
+    (numeric("pair", [0.3, 0.5], 5e-4),
+     [("0.3 0.5", "RIGHT pair"), ("0.3, 0.5", "RIGHT pair"), ("[0.3,0.5]", "RIGHT pair"), ("(0.3, 0.5)", "RIGHT pair"),
+      ("[0.3, 0.5,]", "RIGHT pair"), ("[0.5, 0.3]", NOT_YET)]),
+]
+
+
+@pytest.fixture(scope="module")
+def reader_page(tmp_path_factory):
+    from helpers.exercises.static import exercise_html
+    parts = [exercise_html("printed", data, "99_reader", with_script=k == len(READER_CASES) - 1)
+             for k, (data, _) in enumerate(READER_CASES)]
+    page = tmp_path_factory.mktemp("reader") / "reader.html"
+    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>" + "\n".join(parts)
+                    + "</body></html>", encoding="utf-8")
+    return page
+
+
+@pytest.mark.parametrize("k", range(len(READER_CASES)), ids=[d["name"] for d, _ in READER_CASES])
+def test_typed_answers_are_read_as_a_learner_pastes_them(browser, reader_page, k):
+    data, cases = READER_CASES[k]
+    page, context, refused = open_offline(browser, reader_page.as_uri())
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        box = page.locator(f"[data-exercise='99_reader:{data['name']}']")
+        wrong = [(typed, want, got) for typed, want in cases if (got := answered(box, typed)) != want]
+        assert not wrong, "\n".join(f"{t!r}: wanted {w!r}, got {g!r}" for t, w, g in wrong)
+        assert not errors and not refused
+    finally:
+        context.close()
