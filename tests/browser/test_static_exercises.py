@@ -198,3 +198,16 @@ def test_typed_answers_are_read_as_a_learner_pastes_them(browser, reader_page, k
         assert not errors and not refused
     finally:
         context.close()
+
+
+def test_in_jupyterlab_a_check_shows_its_text_as_before(lab, page):
+    # JupyterLab has no renderer for the exercise's data, so it shows the text/plain beside it: the same
+    # feedback the check printed before it stored data for the static page.
+    from test_jupyterlab import open_and_run
+    open_and_run(page, lab, "04_masking.ipynb")
+    data = stored_exercises("04_masking")[0]
+    shown = page.locator(".jp-OutputArea-output", has_text="Not attempted yet: replace the")
+    assert shown.count() >= 1
+    assert shown.last.get_attribute("data-mime-type") == "text/plain"
+    assert "application/json" not in shown.last.inner_html() and data["correct"] not in page.inner_text("body")
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
