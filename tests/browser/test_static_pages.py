@@ -3,7 +3,8 @@
 Each page is exported into a temporary folder and opened from disk. Every
 request to another host is refused and counted, so a page that needs the web
 fails here. Then: every figure has loaded and has alt text, every explorer
-shows its picture and its kernel line, the equations render, and no page
+shows its picture and its controls (or, stored without its grid, its kernel
+line), the equations render, and no page
 shows a widget's Python repr ("VBox(", "Output("). The site holds together:
 the index links every page, and every page links the previous and the next
 page of the course map and the map, at its top and bottom, with relative links
@@ -115,7 +116,15 @@ def test_static_page_teaches_without_a_kernel(browser, site, name):
         for k in range(explorers.count()):
             ex = explorers.nth(k)
             text = " ".join(ex.inner_text().split())
-            if KERNEL_LINE.replace("`", "") not in text.replace("`", ""):
+            live = ex.locator(".course-static-live[data-explorer]")
+            if live.count() and live.first.is_visible():
+                # The interactive form (helpers/explorers/static.py): its native controls, and its line on
+                # what still needs a kernel, in the still picture's place.
+                if ex.locator(".course-static-live input, .course-static-live select, .course-static-live button").count() == 0:
+                    problems.append(f"explorer {k + 1} moves on the page but shows no control")
+                if "make lab" not in text or ex.locator(".course-explorer-still").first.is_visible():
+                    problems.append(f"explorer {k + 1}: the live form must replace the still picture and say what needs make lab")
+            elif KERNEL_LINE.replace("`", "") not in text.replace("`", ""):
                 problems.append(f"explorer {k + 1} does not say that moving it needs a running kernel")
             box = ex.bounding_box()
             if not box or box["height"] < 20 or (ex.locator("table").count() == 0 and len(text) < len(KERNEL_LINE) + 20):
