@@ -441,7 +441,7 @@ __all__ += ["senses_plot"]
 
 import html as _html
 
-__all__ += ["weights_table_html", "html_grid", "heads_heatmaps", "lines_plot"]
+__all__ += ["weights_table_html", "values_table_html", "html_grid", "heads_heatmaps", "lines_plot"]
 
 #: Masked cells: grey stripes (their text colour and stripe colours are checked for contrast in the tests).
 MASKED_TEXT, MASKED_STRIPES = "#505050", ("#e4e4e4", "#ffffff")
@@ -549,6 +549,46 @@ def weights_table_html(weights, query_labels, key_labels, title="", masked=None,
                      f"background:linear-gradient(to right,{stops})'></span> 1 attention weight{key}</div>")
     parts.append("</div>")
     return "".join(parts)
+
+
+def values_table_html(row_labels, groups, title="", corner="query", decimals=3, font_size=12):
+    """A small table of numbers, one row per query, in columns under group headings (e.g. an
+    explorer's running values, drawn under its heatmap so that neither runs off a narrow page).
+
+    row_labels: n labels, one per row. groups: a sequence of (group heading, columns), where
+        columns is a sequence of (column heading, n values); values are numbers (printed with
+        ``decimals``) or strings (shown as they are). title: a line above the table.
+    corner: the heading of the label column. font_size (px).
+
+    Group headings wrap onto more lines where their columns are narrower than they are.
+
+    Returns a string of HTML. Raises ValueError for a column without one value per row.
+    """
+    labels = [str(r) for r in row_labels]
+    esc = _html.escape
+    head = f"padding:0 6px;font-weight:normal;color:{_PAGE_TEXT};white-space:nowrap;text-align:center"
+    first = [f"<th scope='col' rowspan='2' style='{head};text-align:right;font-style:italic'>{esc(corner)}</th>"]
+    second, columns = [], []
+    for group, cols in groups:
+        cols = list(cols)
+        for heading, values in cols:
+            if len(values) != len(labels):
+                raise ValueError(f"groups: column {heading!r} of {group!r} needs {len(labels)} values, one per row; "
+                                 f"got {len(values)}")
+            columns.append(values)
+        first.append(f"<th scope='colgroup' colspan='{len(cols)}' style='{head};white-space:normal;"
+                     f"border-bottom:1px solid {_PAGE_TEXT}'>{esc(group)}</th>")
+        second += [f"<th scope='col' style='{head};text-align:right'>{esc(str(heading))}</th>" for heading, _ in cols]
+    rows = [f"<tr>{''.join(first)}</tr>", f"<tr>{''.join(second)}</tr>"]
+    for i, label in enumerate(labels):
+        cells = "".join(f"<td style='padding:0 6px;text-align:right;white-space:nowrap'>{_note_text(v[i], decimals)}</td>"
+                        for v in columns)
+        rows.append(f"<tr><th scope='row' style='{head};text-align:right'>{esc(label)}</th>{cells}</tr>")
+    caption = (f"<caption style='font-weight:bold;margin:2px 0 4px 0;text-align:left'>{esc(title)}</caption>"
+               if title else "")
+    return (f"<div class='course-values' style='font-family:sans-serif;font-size:{font_size}px;line-height:1.6;"
+            f"color:{_PAGE_TEXT};max-width:100%;overflow-x:auto'><table style='border-collapse:collapse;"
+            f"font-variant-numeric:tabular-nums'>{caption}{''.join(rows)}</table></div>")
 
 
 #: Text on the page (not on a coloured cell): JupyterLab's theme colour, so it stays readable in the dark theme.

@@ -6,7 +6,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from helpers.plots import heads_heatmaps, html_grid, lines_plot, weights_table_html
+from helpers.plots import heads_heatmaps, html_grid, lines_plot, values_table_html, weights_table_html
 
 
 def cells(html):
@@ -36,6 +36,21 @@ def test_table_marks_masked_cells_and_adds_row_notes():
     assert out.count("title='masked'") == 1
     assert "masked (weight exactly 0)" in out
     assert "&lt;b&gt;" in out  # labels and notes are escaped
+
+
+def test_values_table_puts_each_value_in_its_row_and_column():
+    out = values_table_html(["a", "<b>"], [("m", [("before", [0.5, "−∞"]), ("after", [1.0, 2.0])]),
+                                           ("l", [("after", ["x", 3.25])])], title="running", decimals=2)
+    # Two heading rows: the groups over their columns, then the columns; then one row per label.
+    assert "colspan='2'" in out and "colspan='1'" in out and "<caption" in out and "running" in out
+    rows = re.findall(r"<tr>(.*?)</tr>", out)
+    assert len(rows) == 4
+    assert re.findall(r">([^<>]+)</th>", rows[1]) == ["before", "after", "after"]
+    assert re.findall(r">([^<>]*)</td>", rows[2]) == ["0.50", "1.00", "x"]
+    assert re.findall(r">([^<>]*)</td>", rows[3]) == ["−∞", "2.00", "3.25"]
+    assert "&lt;b&gt;" in rows[3]  # labels are escaped
+    with pytest.raises(ValueError, match=r"groups: column 'after' of 'l' needs 2 values, one per row; got 1"):
+        values_table_html(["a", "b"], [("l", [("after", [1.0])])])
 
 
 @pytest.mark.parametrize("kwargs, pattern", [

@@ -114,10 +114,37 @@ def test_index_page_is_the_course_map():
     for name, title, what in COURSE:
         stem = Path(name).stem
         if name in ready:
-            assert f"href='{stem}.html'" in page
+            assert re.search(rf"href=['\"]{stem}\.html['\"]", page)
         else:
-            assert f"href='{stem}.html'" not in page and re.search(re.escape(title) + r" <em>\(coming\)</em>", page)
+            assert f"{stem}.html" not in page and re.search(re.escape(title) + r" <em>\(coming\)</em>", page)
     assert page.count("<tr>") == len(COURSE) + 1
+    # What the index says of the pages: explorers move, exercises answer, and what still needs a kernel.
+    text = " ".join(re.sub(r"<[^>]+>", " ", page.split("<h1", 1)[1]).split())
+    assert "The explorers move on these pages and the exercises answer" in text
+    assert "typing a new sentence into notebook 11's explorer" in text and "make lab" in text
+    assert "course-nav" not in page.split("</style>")[-1]  # the map has no previous/next links of its own
+
+
+def test_pages_link_their_neighbours_on_the_map():
+    stems = export_html.site_stems([Path("notebooks/08_cost_and_tiling.ipynb"), Path("x/00_start_here.ipynb"),
+                                    Path("zz_not_on_the_map.ipynb"), Path("04_masking.ipynb")])
+    assert stems == ["00_start_here", "04_masking", "08_cost_and_tiling"]  # the map's order, off-map pages left out
+    first, middle, last = (export_html.course_nav(s, stems) for s in stems)
+    assert first["previous"] is None and first["next"] == {"href": "04_masking.html", "title": "Masks"}
+    assert middle["previous"]["href"] == "00_start_here.html" and middle["previous"]["title"] == "Start here"
+    assert middle["next"] == {"href": "08_cost_and_tiling.html", "title": "Cost and tiling"}
+    assert last["next"] is None and last["previous"]["href"] == "04_masking.html"
+    off = export_html.course_nav("zz_not_on_the_map", stems)
+    assert off == {"map": "index.html", "previous": None, "next": None}
+
+
+def test_dark_theme_is_nbconverts_own_file_behind_the_readers_preference():
+    html_exporter = export_html.exporter()
+    css = export_html.dark_theme_css(html_exporter)
+    installed = next(Path(d) / "static" / "theme-dark.css" for d in html_exporter.template_paths
+                     if (Path(d) / "static" / "theme-dark.css").exists())
+    assert css.startswith("@media (prefers-color-scheme: dark) {") and css.rstrip().endswith("}")
+    assert installed.read_text(encoding="utf-8") in css and "--jp-layout-color0: #111" in css
 
 
 def test_export_html_prints_its_usage_for_help_and_writes_no_folder(tmp_path, monkeypatch, capsys):

@@ -5,6 +5,7 @@ never by the explorer's own code.
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -130,3 +131,32 @@ def test_bad_input_names_the_argument(kwargs, pattern):
 def test_bad_start_values_of_the_explorer():
     with pytest.raises(ValueError, match="block_size must be a whole number from 1 to 4"):
         W.tiling_explorer(block_size=9)
+
+
+def _shown(x):
+    """A running value as a reader sees it: 3 decimals, or −∞ (None: a key the causal mask hides)."""
+    return "−∞" if x is None or x == -math.inf else f"{x:.3f}"
+
+
+@pytest.mark.parametrize("b, step, causal", list(settings()))
+def test_the_picture_shows_every_running_value_row_by_row(b, step, causal):
+    # The running values sit in a table of their own under the weights (a projector's page is too narrow for
+    # one wide table): for each query, the scores of the block just read, then m and l before and after it,
+    # computed here with loops over the keys read so far.
+    ex = W.tiling_explorer(block_size=b, causal=causal)
+    ex.controls["step"].value = step
+    running = ex.picture.value.split("class='course-values'", 1)[1]
+    rows = re.findall(r"<tr><th scope='row'[^>]*>([^<]*)</th>(.*?)</tr>", running)
+    S = loop_scores(causal)
+    start, stop = (step - 1) * b, min(step * b, N)
+
+    def m_l(i, upto):
+        seen = [s for s in S[i][:upto] if s is not None]
+        m = max(seen) if seen else None
+        return m, (sum(math.exp(s - m) for s in seen) if seen else 0.0)
+
+    assert [label for label, _ in rows] == list(EX.tokens)
+    for i, (_, cells) in enumerate(rows):
+        (m0, l0), (m1, l1) = m_l(i, start), m_l(i, stop)
+        want = [_shown(s) for s in S[i][start:stop]] + [_shown(m0), _shown(m1), _shown(l0), _shown(l1)]
+        assert re.findall(r">([^<>]*)</td>", cells) == want, (EX.tokens[i], b, step, causal)

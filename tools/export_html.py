@@ -16,7 +16,14 @@ Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
 - Maths is rendered by the MathJax 2 copy of the PyPI package
   jupyter-server-mathjax, copied to SITE/mathjax/.
 - SITE/index.html is the course map of helpers/course.py, linking the
-  notebooks that exist and marking the others as coming.
+  notebooks that exist and marking the others as coming. Each page links, at
+  its top and bottom, the previous and the next page of the map (by title)
+  and the map itself; the links are relative, so SITE works from disk and
+  from any static host (GitHub Pages: README.md).
+- The pages follow the reader's light or dark preference
+  (``prefers-color-scheme``): the lab template brings JupyterLab's light
+  theme, and the export adds nbconvert's own dark theme file, read from its
+  installed templates, under ``@media (prefers-color-scheme: dark)``.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from helpers.course import COURSE  # noqa: E402
 from helpers.exercises.static import add_exercise_html  # noqa: E402
+
+TITLES = {Path(name).stem: title for name, title, _ in COURSE}
 
 SITE = ROOT / "site"
 TEMPLATES = Path(__file__).resolve().parent / "html_template"
@@ -71,51 +80,87 @@ def exporter():
                         mathjax_url=MATHJAX_URL, exclude_anchor_links=True)
 
 
-def export_notebook(path, site, html_exporter=None):
-    """Write ``site/<stem>.html`` for the notebook at ``path``; returns the page's path."""
+def dark_theme_css(html_exporter):
+    """JupyterLab's dark theme variables as nbconvert installs them (its lab template's
+    static/theme-dark.css, found as the template's own ``include_css`` finds the light one), in force
+    only where the reader prefers a dark colour scheme."""
+    env = html_exporter.environment
+    dark = env.loader.get_source(env, "static/theme-dark.css")[0]
+    return "@media (prefers-color-scheme: dark) {\n" + dark + "\n}\n"
+
+
+def course_nav(stem, stems):
+    """The links of page ``stem`` among the site's pages ``stems`` (in course-map order): a dict with
+    "previous" and "next" ({"href", "title"}, or None at either end and for a page not on the map)."""
+    def link(k):
+        return {"href": f"{stems[k]}.html", "title": TITLES.get(stems[k], stems[k])} if 0 <= k < len(stems) else None
+    k = stems.index(stem) if stem in stems else None
+    return {"map": "index.html", "previous": None if k is None else link(k - 1),
+            "next": None if k is None else link(k + 1)}
+
+
+def site_stems(paths):
+    """The stems of ``paths`` that are on the course map, in the map's order (the pages prev/next walk)."""
+    given = {Path(p).stem for p in paths}
+    return [stem for stem in TITLES if stem in given]
+
+
+def page_resources(name, folder, html_exporter, nav):
+    """What the course template reads besides the notebook: the course CSS, the dark theme, the links."""
+    return {"metadata": {"name": name, "path": str(folder)}, "course_css": CSS.read_text(encoding="utf-8"),
+            "dark_theme_css": dark_theme_css(html_exporter), "course_nav": nav}
+
+
+def export_notebook(path, site, html_exporter=None, stems=None):
+    """Write ``site/<stem>.html`` for the notebook at ``path``; returns the page's path.
+
+    stems: the course-map pages the site holds, in order, for the previous/next links (default:
+    every notebook of the map that exists beside ``path``; a notebook not on the map gets neither).
+    """
     path = Path(path)
+    html_exporter = html_exporter or exporter()
+    if stems is None:
+        stems = site_stems(p for p in path.parent.glob("*.ipynb"))
     nb = add_exercise_html(static_notebook(nbformat.read(path, as_version=4)), path.stem)
-    resources = {"metadata": {"name": path.stem, "path": str(path.parent)},
-                 "course_css": CSS.read_text(encoding="utf-8")}
-    body, _ = (html_exporter or exporter()).from_notebook_node(nb, resources=resources)
+    resources = page_resources(path.stem, path.parent, html_exporter, course_nav(path.stem, list(stems)))
+    body, _ = html_exporter.from_notebook_node(nb, resources=resources)
     page = Path(site) / f"{path.stem}.html"
     page.write_text(body, encoding="utf-8")
     return page
 
 
-def index_page(ready):
-    """The course map as a page: every notebook in order, a link where it exists, 'coming' where not."""
+#: What the index says about the pages, above the map (notebook 11's new sentence and the learner's code need Python).
+INDEX_TEXT = (
+    "The course's notebooks as pages that need nothing installed: every number and figure as a fresh run "
+    "stored it. The explorers move on these pages and the exercises answer what you type, with no kernel. "
+    "Two things need one: typing a new sentence into notebook 11's explorer, and writing and checking code "
+    "of your own (the workbook). For those, open the course with `make lab`.")
+
+
+def index_notebook(ready):
+    """The course map as a notebook of one Markdown cell: every notebook in order, a link where it is
+    in ``ready`` (file names), 'coming' where not."""
     rows = []
     for name, title, what in COURSE:
         stem = Path(name).stem
         cell = (f"<a href='{stem}.html'>{html.escape(title)}</a>" if name in ready
                 else f"{html.escape(title)} <em>(coming)</em>")
         rows.append(f"<tr><th scope='row'>{stem[:2]}</th><td>{cell}</td><td>{html.escape(what)}</td></tr>")
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>Attention, step by step: the course map</title>
-<style>
-body {{ font-family: sans-serif; max-width: 90ch; margin: 2em auto; padding: 0 1em; line-height: 1.5; color: #222; }}
-table {{ border-collapse: collapse; }}
-th, td {{ text-align: left; vertical-align: top; padding: 4px 10px 4px 0; border-bottom: 1px solid #ccc; }}
-a {{ color: #0b57a4; }}
-</style>
-</head>
-<body>
-<h1>Attention, step by step</h1>
-<p>The course's notebooks as static pages: every number and figure as a fresh run stored it. The explorers show
-the picture they were saved with; to move them, open the course with <code>make lab</code>.</p>
-<table>
-<caption style="text-align:left;font-weight:bold;margin-bottom:6px">The course map, in reading order</caption>
-<tr><th scope="col">#</th><th scope="col">notebook</th><th scope="col">what you learn</th></tr>
-{''.join(rows)}
-</table>
-</body>
-</html>
-"""
+    table = ("<table class='course-map'>\n<caption>The course map, in reading order</caption>\n"
+             "<tr><th scope='col'>#</th><th scope='col'>notebook</th><th scope='col'>what you learn</th></tr>\n"
+             + "\n".join(rows) + "\n</table>")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["title"] = "Attention, step by step: the course map"
+    nb.cells.append(nbformat.v4.new_markdown_cell(f"# Attention, step by step\n\n{INDEX_TEXT}\n\n{table}"))
+    return nb
+
+
+def index_page(ready, html_exporter=None):
+    """The course map as a page (see :func:`index_notebook`), exported as the notebooks are: the same
+    look, the same light and dark themes, and no previous/next links (it is the map)."""
+    html_exporter = html_exporter or exporter()
+    resources = page_resources("index", ROOT, html_exporter, nav=None)
+    return html_exporter.from_notebook_node(index_notebook(ready), resources=resources)[0]
 
 
 def export_site(site=SITE, paths=None):
@@ -128,8 +173,9 @@ def export_site(site=SITE, paths=None):
         shutil.rmtree(site / "mathjax")
     shutil.copytree(MATHJAX, site / "mathjax")
     html_exporter = exporter()
-    pages = [export_notebook(p, site, html_exporter) for p in paths]
-    (site / "index.html").write_text(index_page({Path(p).name for p in paths}), encoding="utf-8")
+    stems = site_stems(paths)
+    pages = [export_notebook(p, site, html_exporter, stems) for p in paths]
+    (site / "index.html").write_text(index_page({Path(p).name for p in paths}, html_exporter), encoding="utf-8")
     return pages
 
 

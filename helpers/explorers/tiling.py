@@ -13,7 +13,7 @@ import numpy as np
 
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.explorers.base import Explorer, _example, _flag, _listed
-from helpers.plots import weights_table_html
+from helpers.plots import html_grid, values_table_html, weights_table_html
 from helpers.tiling import online_softmax_update
 
 __all__ = [
@@ -159,18 +159,25 @@ def _tiling_messages(tokens, i, b, step, n_steps, causal, block, m0, m1, l0, l1,
 
 
 def _draw_tiling(state):
-    n = len(state.tokens)
+    """The weights read so far (a heatmap), and under it (beside it on a wide page) each row's running
+    values: the scores of the block just read, m and l before and after it. Two narrow pieces instead of
+    one wide table, so that a projector's page (683 CSS px at 150 %) holds them without scrolling."""
     start, stop = state.block
     keys = [("▾\u00a0" if start <= j < stop else "") + t for j, t in enumerate(state.tokens)]
     title = (f"Blocks of {state.block_size} key{'s' if state.block_size > 1 else ''}, step {state.step} of "
              f"{state.n_steps}" + (", causal mask" if state.causal else "") + ": ▾ marks the block just read")
-    block_scores = [", ".join(_num(s) for s in state.scores[q, start:stop]) for q in range(n)]
-    return weights_table_html(
+    weights = weights_table_html(
         state.weights, state.tokens, keys, title=title, masked=~state.read,
-        row_notes={"scores of this block": block_scores,
-                   "m before → after": [f"{_num(a)} → {_num(b)}" for a, b in zip(state.max_before, state.max_after)],
-                   "l before → after": [f"{_num(a)} → {_num(b)}" for a, b in zip(state.sum_before, state.sum_after)]},
         masked_label="not read yet" + (", or hidden by the causal mask" if state.causal else ""))
+    scores = [(state.tokens[j], [_num(s) for s in state.scores[:, j]]) for j in range(start, stop)]
+    running = values_table_html(state.tokens, [
+        ("scores of this block", scores),
+        ("m, running maximum", [("before", [_num(a) for a in state.max_before]),
+                                ("after", [_num(a) for a in state.max_after])]),
+        ("l, running sum", [("before", [_num(a) for a in state.sum_before]),
+                            ("after", [_num(a) for a in state.sum_after])])],
+        title="Each row's running values, before and after this block")
+    return html_grid([weights, running])
 
 
 class _TilingExplorer(Explorer):

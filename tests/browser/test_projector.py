@@ -3,8 +3,9 @@
 A projector of 1024 x 768 zoomed to 150% gives a page of 683 x 512 CSS pixels
 at a device scale factor of 1.5; the test opens JupyterLab at that size with
 the file browser closed, runs each notebook that has an explorer, and checks
-that no explorer and no figure is wider than the notebook and that no slider
-track is narrower than 150 CSS px. A screenshot scrolled to each explorer
+that no explorer and no figure is wider than the notebook (nor fits only by
+scrolling inside its box), with every slider at each of its ends too, and that
+no slider track is narrower than 150 CSS px. A screenshot scrolled to each explorer
 goes to artifacts/browser/ (projector-*.png; the learner's size is taken by
 test_jupyterlab.py, laptop-*.png). The dark-theme test computes the WCAG
 contrast of every piece of text in the explorers against what is behind it.
@@ -17,13 +18,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from browser_checks import CONTRAST_JS, PROJECTOR
 from test_jupyterlab import ARTIFACTS, ROOT, WIDGET_MIME, WIDGET_VIEWS, open_and_run
 
 EXPLORER_NOTEBOOKS = [
     p.name for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
     if any(WIDGET_MIME in o.get("data", {}) for c in nbformat.read(p, 4).cells for o in c.get("outputs", []))
 ]
-PROJECTOR = {"viewport": {"width": 683, "height": 512}, "device_scale_factor": 1.5}
 LONG_TEXT = ("A teacher reads a long paragraph aloud to the class: the bank by the river was steep, "
              "the bank raised its interest rate, and the students compare every head of every layer afterwards.")
 MIN_TRACK = 150  # CSS px: shorter, a slider's steps are too fine to hit on a projector
@@ -40,37 +41,11 @@ MEASURE_JS = """
       const r = e.getBoundingClientRect();
       return r.width > 0 && r.right > notebook.right + 1 && !e.closest('[style*="overflow"]');
   }).map(e => e.className || e.tagName);
-  return {right: box.right, notebookRight: notebook.right, tracks: tracks, wide: wide.slice(0, 5)};
-}
-"""
-
-CONTRAST_JS = """
-(root) => {
-  const channels = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
-  const lum = (c) => {
-    const [r, g, b] = channels(c).slice(0, 3).map(v => { v /= 255; return v <= 0.04045 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const behind = (el) => {
-    for (let e = el; e; e = e.parentElement) {
-      const s = getComputedStyle(e);
-      const stripes = s.backgroundImage.match(/rgba?\\([^)]*\\)/);
-      if (stripes) return stripes[0];        // striped (masked) cells: their first stripe colour
-      const c = channels(s.backgroundColor);
-      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return s.backgroundColor;
-    }
-    return getComputedStyle(document.body).backgroundColor;
-  };
-  const low = [];
-  root.querySelectorAll('*').forEach(el => {
-    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
-    if (!own || el.getClientRects().length === 0 || el.closest('.widget-slider, .jupyter-button, select, input')) return;
-    const fg = getComputedStyle(el).color, bg = behind(el);
-    const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
-    const ratio = (a + 0.05) / (b + 0.05);
-    if (ratio < 4.5) low.push(`${el.textContent.trim().slice(0, 30)}: ${fg} on ${bg} = ${ratio.toFixed(2)}`);
-  });
-  return low;
+  // A part that fits only by scrolling inside its box (a table in an overflow:auto wrapper) is too wide too.
+  const scrolls = [...view.querySelectorAll('.explorer-picture *')].filter(e =>
+      getComputedStyle(e).overflowX !== 'visible' && e.scrollWidth > e.clientWidth + 1)
+      .map(e => `${e.className || e.tagName}: ${e.scrollWidth} px in ${e.clientWidth}`);
+  return {right: box.right, notebookRight: notebook.right, tracks: tracks, wide: wide.slice(0, 5), scrolls: scrolls.slice(0, 5)};
 }
 """
 
@@ -100,11 +75,23 @@ def test_explorers_fit_a_projector(lab, browser, name):
             m = view.evaluate(MEASURE_JS)
             if m["right"] > m["notebookRight"] + 1:
                 problems.append(f"explorer {v + 1} runs {m['right'] - m['notebookRight']:.0f} px past the notebook's edge")
-            if m["wide"]:
-                problems.append(f"explorer {v + 1}: parts wider than the notebook: {m['wide']}")
+            if m["wide"] or m["scrolls"]:
+                problems.append(f"explorer {v + 1}: parts wider than the notebook: {m['wide'] + m['scrolls']}")
             short = [t for t in m["tracks"] if t < MIN_TRACK]
             if short:
                 problems.append(f"explorer {v + 1}: slider tracks of {short} CSS px (want at least {MIN_TRACK})")
+            # Every slider at its far end (the widest pictures: most keys in a block, most heads), one at a time.
+            handles = view.locator(".widget-slider .noUi-handle")
+            for h in range(handles.count()):
+                for key in ("End", "Home"):
+                    handles.nth(h).focus()
+                    page.keyboard.press(key)
+                    page.wait_for_timeout(400)
+                    m = view.evaluate(MEASURE_JS)
+                    if m["wide"] or m["scrolls"]:
+                        problems.append(f"explorer {v + 1}, slider {h + 1} at its {key}: too wide: {m['wide'] + m['scrolls']}")
+                    if name == "08_cost_and_tiling.ipynb" and h == 0 and key == "End":
+                        _shoot(page, view, ARTIFACTS / f"projector-{Path(name).stem}-explorer{v + 1}-widest.png")
         if name == "11_real_model.ipynb":  # a long text, as its "things to try" suggest: nothing overlaps
             box = views.first.locator(".widget-text input[type=text]")
             box.fill(LONG_TEXT)

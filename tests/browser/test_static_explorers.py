@@ -23,13 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import export_html  # noqa: E402
 
+from browser_checks import CONTRAST_JS, PROJECTOR  # noqa: E402
 from helpers import explorers as W  # noqa: E402
-from test_projector import CONTRAST_JS  # noqa: E402
 from test_static_pages import ARTIFACTS, open_offline  # noqa: E402
 
 PAGES = {"setup": "00_start_here", "dk": "03_scaling", "mask": "04_masking", "heads": "05_multi_head",
          "tiling": "08_cost_and_tiling", "window": "10_current_models"}
-PROJECTOR = {"viewport": {"width": 683, "height": 512}, "device_scale_factor": 1.5}
 
 
 @pytest.fixture(scope="module")
