@@ -248,3 +248,21 @@ def test_notebook_in_jupyterlab(lab, page, name):
         f"notebook {name} in JupyterLab:\n- " + "\n- ".join(problems)
         + f"\nscreenshot: {shot.relative_to(ROOT)}; server log: {lab.log_path.relative_to(ROOT)}"
     )
+
+
+# After test_lab_opens_on_start_here_without_news_popup, which must meet a fresh workspace first.
+def test_jupyterlab_without_a_kernel_run_shows_no_dead_controls(lab, page):
+    # The stored notebook opened, nothing run: JupyterLab shows the untrusted output's HTML sanitised
+    # (no script, no data-* attributes), or the widget view of the saved state; never the static form's controls.
+    page.goto(lab.url(f"/lab/tree/notebooks/{"04_masking"}.ipynb?reset"))
+    page.wait_for_selector(".jp-OutputArea-output", timeout=60_000)
+    page.wait_for_timeout(3000)
+    output = page.locator(".jp-OutputArea-output:has(.course-explorer-still), .jp-OutputArea-output:has(.widget-vbox)")
+    assert output.count() >= 1
+    shown = output.first
+    shown.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "lab-unrun-mask.png"))
+    assert shown.locator(".course-static-live, input[type=range][name], button[name='hidden']").count() == 0
+    if shown.locator(".course-explorer-still").count():
+        assert shown.locator(".course-explorer-still").is_visible()
+        assert shown.locator("table").count() >= 1

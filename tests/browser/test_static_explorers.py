@@ -232,19 +232,3 @@ def test_without_scripts_only_the_still_picture_shows(browser, site):
     finally:
         context.close()
 
-
-def test_jupyterlab_without_a_kernel_run_shows_no_dead_controls(lab, page):
-    # The stored notebook opened, nothing run: JupyterLab shows the untrusted output's HTML sanitised
-    # (no script, no data-* attributes), or the widget view of the saved state; never the static form's controls.
-    page.goto(lab.url(f"/lab/tree/notebooks/{PAGES['mask']}.ipynb?reset"))
-    page.wait_for_selector(".jp-OutputArea-output", timeout=60_000)
-    page.wait_for_timeout(3000)
-    output = page.locator(".jp-OutputArea-output:has(.course-explorer-still), .jp-OutputArea-output:has(.widget-vbox)")
-    assert output.count() >= 1
-    shown = output.first
-    shown.scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / "lab-unrun-mask.png"))
-    assert shown.locator(".course-static-live, input[type=range][name], button[name='hidden']").count() == 0
-    if shown.locator(".course-explorer-still").count():
-        assert shown.locator(".course-explorer-still").is_visible()
-        assert shown.locator("table").count() >= 1
