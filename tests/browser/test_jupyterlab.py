@@ -254,7 +254,7 @@ def test_notebook_in_jupyterlab(lab, page, name):
 def test_jupyterlab_without_a_kernel_run_shows_no_dead_controls(lab, page):
     # The stored notebook opened, nothing run: JupyterLab shows the untrusted output's HTML sanitised
     # (no script, no data-* attributes), or the widget view of the saved state; never the static form's controls.
-    page.goto(lab.url(f"/lab/tree/notebooks/{"04_masking"}.ipynb?reset"))
+    page.goto(lab.url("/lab/tree/notebooks/04_masking.ipynb?reset"))
     page.wait_for_selector(".jp-OutputArea-output", timeout=60_000)
     page.wait_for_timeout(3000)
     output = page.locator(".jp-OutputArea-output:has(.course-explorer-still), .jp-OutputArea-output:has(.widget-vbox)")
