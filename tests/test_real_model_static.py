@@ -42,7 +42,7 @@ def data(explorer):
 def stored_spec(page):
     found = GRID.search(page)
     assert found, "no stored grid in the explorer's HTML"
-    return json.loads(found.group(1).replace("<\\/", "</"))
+    return json.loads(found.group(1))
 
 
 def head_entry(data, layer, head):

@@ -28,7 +28,7 @@ EXPLORERS = {"setup": W.setup_check, "dk": W.dk_explorer, "mask": W.mask_explore
 def grid_of(page):
     """The JSON grid stored in an explorer's static HTML (None when it holds none)."""
     found = GRID.search(page)
-    return None if found is None else json.loads(found.group(1).replace("<\\/", "</").replace("<\\!--", "<!--"))
+    return None if found is None else json.loads(found.group(1))
 
 
 def rebuilt(grid, key):
@@ -156,3 +156,36 @@ def test_stored_explorers_hold_their_grid_within_budget(notebook, page):
     size = len(page.encode("utf-8"))
     assert size <= (REAL_BUDGET if grid["name"] == "real_model" else BUDGET), f"{notebook}: {size} bytes"
     assert "base64" not in page
+
+
+def test_markup_in_the_data_cannot_end_the_script_or_break_its_json():
+    # A label or an instructor's token may hold "</script>" or "<!--": stored as \u003c, plain JSON still.
+    controls = [Control("a", "a </script><!-- b", "range", [("</script>", 1), ("<!--", 2)], 1)]
+    page = static.grid_html("t", controls, {state_key([1]): "<p>one</p>", state_key([2]): "<p>two</p>"},
+                            "missing <!--", "line")
+    stored = GRID.search(page).group(1)
+    assert "<" not in stored
+    grid = json.loads(stored)
+    assert grid["controls"][0]["label"] == "a </script><!-- b" and grid["missing"] == "missing <!--"
+
+
+def test_a_grid_that_cannot_be_built_leaves_the_still_picture(wanted, monkeypatch):
+    ex = W.dk_explorer()
+
+    def broken(budget):
+        raise ValueError("control 'x': a static page has no control for FloatSlider")
+    monkeypatch.setattr(ex, "static_grid", broken)
+    page = ex._repr_mimebundle_()["text/html"]
+    assert grid_of(page) is None and ex.picture.value in page and page.endswith("</div></div>")
+
+
+def test_whole_float_values_are_keyed_as_the_script_writes_them():
+    # JSON.stringify([1.0, 0.5]) is "[1,0.5]" in a browser; Python's json.dumps would write "[1.0,0.5]".
+    assert state_key([1.0, 0.5, [2.0], True]) == "[1,0.5,[2],true]"
+
+
+def test_the_budget_counts_the_still_picture_too(wanted, monkeypatch):
+    monkeypatch.setattr(static, "GRID_BUDGET", 120_000)
+    monkeypatch.setattr(W.base, "GRID_BUDGET", 120_000)
+    page = W.mask_explorer()._repr_mimebundle_()["text/html"]      # 165 kB when whole
+    assert len(page.encode()) <= 120_000 and "nearest the explorer's start" in grid_of(page)["missing"]

@@ -5,12 +5,13 @@ Usage: python tools/execute_notebooks.py [--timeout SECONDS] NOTEBOOK.ipynb ...
 Raise it on a loaded machine, e.g. --timeout 300 for notebook 11.)
 
 This is how stored outputs are regenerated (the Makefile's execute target),
-so that nbval's comparison checks what a fresh run really prints. Timing
-metadata is not recorded, each explorer stores the states of its whole control
-grid for the static site (``COURSE_STATIC_FORMS=1`` in the kernel's environment), printouts split into several stream messages are
-merged, and the random ids of widget models are replaced by
-ids derived from the notebook's name and their order, so a re-run changes a
-notebook only where its outputs change.
+so that nbval's comparison checks what a fresh run really prints. The kernel
+runs with ``COURSE_STATIC_FORMS=1`` in its environment, so each explorer
+stores the states of its whole control grid for the static site. Timing
+metadata is not recorded. Printouts split into several stream messages are
+merged. The random ids of widget models are replaced by ids derived from the
+notebook's name and their order, so a re-run changes a notebook only where
+its outputs change.
 """
 
 import argparse

@@ -6,11 +6,13 @@ Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
 - Each notebook becomes SITE/NN_topic.html through nbconvert's HTML exporter,
   with the template tools/html_template/course (the lab look, nothing loaded
   from another host, each figure's description as its alt text).
-- An explorer's output holds a widget view and a static form (the saved
-  picture and a line saying a kernel is needed; see helpers.explorers.Explorer).
-  nbconvert draws the widget view whenever the notebook stores widget state,
-  and that needs the widget manager from a CDN; so the export drops the widget
-  views and the stored state, and the static form is what the page shows.
+- An explorer's output holds a widget view and a static form: the still
+  picture it was shown with and, stored by ``make execute``, the pictures (or
+  numbers) of every setting of its controls with the script that switches
+  them (helpers/explorers/static.py). nbconvert draws the widget view whenever
+  the notebook stores widget state, and that needs the widget manager from a
+  CDN; so the export drops the widget views and the stored state, and the
+  static form is what the page shows: its controls move on the page.
 - An exercise's check stores its data beside the printed feedback; the export adds the form that
   answers a typed answer on the page (helpers.exercises.static.add_exercise_html).
 - Maths is rendered by the MathJax 2 copy of the PyPI package

@@ -17,7 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from helpers.examples import load_example
-from helpers.explorers.static import Control, bounded_grid_html, grid_states, static_forms_wanted
+from helpers.explorers.static import GRID_BUDGET, Control, bounded_grid_html, grid_states, static_forms_wanted
 
 __all__ = [
     "Explorer", "KERNEL_LINE", "NO_KERNEL_LINE", "STATIC_LINE",
@@ -119,11 +119,19 @@ class Explorer(widgets.VBox):
     def static_html(self):
         """The static form, one piece of HTML: the still picture of the current state with :data:`KERNEL_LINE`,
         and, when :func:`~helpers.explorers.static.static_forms_wanted` (``make execute``), the interactive
-        form of :meth:`static_grid`, which a script puts in the still picture's place."""
-        grid = self.static_grid() if static_forms_wanted() else ""
-        return (f"<div class='course-explorer-static'><style>{EXPLORER_CSS}</style>"
-                f"<div class='course-explorer-still'>{self.picture.value}"
-                f"<p class='explorer-kernel-line'>{_code(KERNEL_LINE)}</p></div>{grid}</div>")
+        form of :meth:`static_grid`, which a script puts in the still picture's place. The grid gets what the
+        still picture leaves of GRID_BUDGET; a grid that cannot be built (a control the static page has no
+        form for) leaves the still picture alone, so the output is never lost."""
+        still = (f"<div class='course-explorer-static'><style>{EXPLORER_CSS}</style>"
+                 f"<div class='course-explorer-still'>{self.picture.value}"
+                 f"<p class='explorer-kernel-line'>{_code(KERNEL_LINE)}</p></div>")
+        grid = ""
+        if static_forms_wanted():
+            try:
+                grid = self.static_grid(GRID_BUDGET - len((still + "</div>").encode("utf-8")))
+            except Exception:                # the still picture is shown, as on a page without a grid
+                grid = ""
+        return f"{still}{grid}</div>"
 
     def static_controls(self):
         """The controls as the static page offers them: a :class:`~helpers.explorers.static.Control` per
@@ -136,11 +144,11 @@ class Explorer(widgets.VBox):
         return grid_states(self.static_controls(), lambda values: self._picture(self.compute(**values)),
                            self.grid_options)
 
-    def static_grid(self):
-        """The interactive static form: every state of the control grid (bounded to GRID_BUDGET bytes: the
+    def static_grid(self, budget=GRID_BUDGET):
+        """The interactive static form: every state of the control grid (bounded to ``budget`` bytes: the
         states nearest the start, when all would be more) and the script that switches them."""
         return bounded_grid_html(self.name, self.static_controls(), self.static_states(), self.missing_note,
-                                 self.static_line or STATIC_LINE)[0]
+                                 self.static_line or STATIC_LINE, budget)[0]
 
     def static_text(self):
         """The static form as plain text: :data:`KERNEL_LINE`, then the state's messages (or the error)."""
@@ -171,8 +179,8 @@ EXPLORER_CSS = (
     "box-shadow:inset 0 0 0 2px var(--jp-content-font-color0,#000);text-decoration:underline}"
 )
 #: The line under the controls of the static page's interactive form.
-STATIC_LINE = ("This page stores the explorer's picture for every setting of its controls, computed by the course's "
-               "code: move them. Running code of your own needs a kernel: open the course with make lab.")
+STATIC_LINE = ("Move the controls: this page holds the picture of each setting it stores, computed by the course's "
+               "code. To run code of your own, open the course with make lab.")
 #: The live explorer's last line, for a widget renderer that shows saved controls without a kernel.
 NO_KERNEL_LINE = ("Controls change nothing? Then no kernel is running: open the course with `make lab` "
                   "and run the notebook's cells.")

@@ -339,9 +339,10 @@ class _RealModelExplorer(Explorer):
         notes = {"head": "layers and heads are counted from 0"}
         return [_static_control(name, self.controls[name], None, notes.get(name, "")) for name in ("layer", "head", "token")]
 
-    def static_grid(self):
+    def static_grid(self, budget=None):
         """The interactive static form: the numbers of every layer, head and token of the sentence shown,
-        drawn by real_model.js (see :mod:`helpers.explorers.real_model_static`; state key [layer,head,token])."""
+        drawn by real_model.js (see :mod:`helpers.explorers.real_model_static`; state key [layer,head,token]).
+        ``budget`` is not used: this explorer's numbers have a budget of their own (1 MB)."""
         return real_model_static.grid_html(self, self.static_controls())
 
     @staticmethod

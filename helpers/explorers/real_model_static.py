@@ -41,7 +41,7 @@ import re
 from pathlib import Path
 
 from helpers.explorers.base import STATIC_LINE, _messages_html
-from helpers.explorers.static import SCRIPT
+from helpers.explorers.static import SCRIPT, script_json
 from helpers.plots import ANNOTATE_MAX_TOKENS, _cell_colour, _text_colour
 
 __all__ = ["STATIC_MAX_TOKENS", "REAL_SCRIPT", "grid_data", "grid_html", "fill"]
@@ -145,8 +145,8 @@ def grid_data(explorer, controls):
 
 
 def _intro(text):
-    return (f"sentence: \u201c{text}\u201d \u2014 this page stores every layer, head and token of it; "
-            "typing a new sentence needs a kernel: open the course with make lab.")
+    return (f"Sentence: \u201c{text}\u201d. This page stores every layer, head and token of it. To type a new "
+            "sentence, open the course with make lab.")
 
 
 def grid_html(explorer, controls):
@@ -169,6 +169,5 @@ def grid_html(explorer, controls):
     # One head per line, so that a re-run's diff shows what changed.
     rows = ",\n".join(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) for entry in grid)
     body = head[:-2] + ',"grid":[\n' + rows + "\n]}}"
-    body = body.replace("</", "<\\/").replace("<!--", "<\\!--")
-    return (f"<script type='application/json' class='course-explorer-grid'>{body}</script>"
+    return (f"<script type='application/json' class='course-explorer-grid'>{script_json(body)}</script>"
             f"<script>{REAL_SCRIPT}</script><script>{SCRIPT}</script>")

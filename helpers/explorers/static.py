@@ -3,8 +3,8 @@
 A page without a kernel (the course's site, ``make html``) cannot run the
 state functions, so the explorer's output stores their results for every
 setting of its controls, computed in Python by the same state function and
-drawn by the same HTML code as the live explorer (DESIGN.md, "Other
-contracts"). ``explorer.js`` (beside this module, inlined into the output)
+drawn by the same HTML code as the live explorer (the course's design, "Other
+contracts": the state functions stay the one source of truth). ``explorer.js`` (beside this module, inlined into the output)
 builds native controls (``input type=range``, checkboxes, buttons,
 ``select``) in an element ``data-explorer="<name>"`` and shows the stored
 state of the chosen setting.
@@ -81,11 +81,14 @@ class Control:
 
 
 def _plain(value):
-    """A control value as JSON keeps it: tuples become lists, numpy scalars Python numbers."""
+    """A control value as JSON keeps it, and as the script writes it: tuples become lists, numpy scalars
+    Python numbers, and a whole float a whole number (JavaScript writes 1.0 as "1", Python as "1.0")."""
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if hasattr(value, "item"):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 
@@ -175,9 +178,14 @@ def grid_html(name, controls, states, missing_note, line):
     body = (head[:-1] + ',\n"pieces":[\n' + ",\n".join(json.dumps(p, ensure_ascii=False) for p in store)
             + '\n],\n"states":{\n' + ",\n".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in table.items())
             + "\n}}")
-    body = body.replace("</", "<\\/").replace("<!--", "<\\!--")
-    return (f"<script type='application/json' class='course-explorer-grid'>{body}</script>"
+    return (f"<script type='application/json' class='course-explorer-grid'>{script_json(body)}</script>"
             f"<script>{SCRIPT}</script>")
+
+
+def script_json(text):
+    """JSON ``text`` made safe inside a ``<script>`` element: every "<" as the JSON escape \\u003c, so that no
+    string in it (a token, a label: "</script>", "<!--") can end the element or start a comment."""
+    return text.replace("<", "\\u003c")
 
 
 #: The most bytes of stored HTML one explorer's static form may take (issue 23's budget).

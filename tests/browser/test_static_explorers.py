@@ -166,11 +166,15 @@ def test_tiling_explorer_moves_and_its_step_follows_the_block_size(browser, site
             for step in range(1, steps + 1):
                 form.slide("step", step - 1)
                 state = W.tiling_state(block_size, step, causal)
-                table = form.tables()[0]
+                table, values = form.tables()[:2]
                 assert same(weights_shown(table, 4), state.weights, 3), (causal, block_size, step)
                 assert state.messages[0][:50] in form.text()
-                for a, b in zip(state.sum_before, state.sum_after):
-                    assert W.tiling._num(b) in form.text()
+                start, stop = state.block        # the running values, row by row: the block's scores, m and l
+                num = W.tiling._num
+                assert [row for row in values if row] == [
+                    [num(x) for x in state.scores[q, start:stop]]
+                    + [num(state.max_before[q]), num(state.max_after[q]), num(state.sum_before[q]),
+                       num(state.sum_after[q])] for q in range(4)], (causal, block_size, step)
         assert not refused
     finally:
         context.close()
