@@ -336,6 +336,8 @@ def test_the_course_index_says_which_exercises_answer_and_names_from_the_data_wh
         assert d["name"] in text and d["needs_kernel"].rstrip(".") in text and stem[:2] in text
     one = tool.index_text(tool.page_facts({"07_limits": notebooks["07_limits"]}))
     assert "exercises answer" in one and "build cells" not in one and "notebook 11" not in one
+    one = tool.index_text(tool.page_facts({"04_masking": notebooks["04_masking"]}))
+    assert "the build cells, which run your own functions from workbook.py (notebook 04)" in one
 
 
 def test_a_student_editions_index_says_its_exercises_need_a_kernel(edition, tmp_path):

@@ -139,9 +139,10 @@ INDEX_TEXT = ("The course's notebooks as pages that need nothing installed: ever
 REAL_MODEL_GRID = f'"draw": "{DRAWER}"'
 
 
-def _numbers(stems):
+def _notebooks(stems):
+    """'notebook 04', or 'notebooks 01, 02 and 04'."""
     nums = [stem[:2] for stem in stems]
-    return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
+    return f"notebook {nums[0]}" if len(nums) == 1 else "notebooks " + ", ".join(nums[:-1]) + " and " + nums[-1]
 
 
 def page_facts(notebooks):
@@ -174,13 +175,11 @@ def index_text(facts):
                 "(each says why). To check your answers and run your own code, open the course with `make lab`.")
     needs = []
     if facts["typing"]:
-        needs.append(f"typing a new sentence into the explorer of notebook {_numbers(facts['typing'])}")
+        needs.append(f"typing a new sentence into the explorer of {_notebooks(facts['typing'])}")
     if facts["builds"]:
-        needs.append(f"the build cells, which run your own functions from workbook.py (notebooks "
-                     f"{_numbers(facts['builds'])})")
+        needs.append(f"the build cells, which run your own functions from workbook.py ({_notebooks(facts['builds'])})")
     for (name, why), stems in facts["kernel_only"].items():
-        needs.append(f"the exercise {name} of notebook{'s' if len(stems) > 1 else ''} {_numbers(stems)}: "
-                     f"{why.rstrip('.')}")
+        needs.append(f"the exercise {name} of {_notebooks(stems)}: {why.rstrip('.')}")
     text = (f"{INDEX_TEXT} The explorers move on these pages and the numeric and choice exercises answer what "
             "you type, with no kernel.")
     if needs:
