@@ -279,6 +279,11 @@ def test_stored_data_answer_as_the_notebooks_own_exercises_do(name):
         for m in data["mistakes"]:
             got = ex.feedback(unstored(m["value"]))
             assert got.mistake == m["key"] and got.text == m["text"]
+        texts = dict(data["rounded"])
+        for k in (2, 1, 0):                # where the kernel says "rounded too far", the page has its text
+            got = ex.feedback(np.round(unstored(data["expected"]), k))
+            if got.mistake == "rounded":
+                assert texts[k] == got.text, (data["name"], k)
 
 
 # --------------------------------------------------------------------------
