@@ -5,7 +5,10 @@ The data of a numeric exercise answers as the kernel does (its correct text, eac
 text), rounded so that no value moves by more than a thousandth of the tolerance; a choice stores every
 option's text. The stored notebooks' data equal the data of their exercises rebuilt in this process, ids are
 unique across the course, and a student edition stores no answer of an exercise whose solution it withholds.
-The page's behaviour is tested in Chromium: tests/browser/test_static_exercises.py.
+A build cell's verdict (diagnose, run_with_your_attention, check_your_block) carries a marker the export
+turns into a line saying that the page cannot run your function; the index says what the exported pages
+answer, read from what they store. The page's behaviour is tested in Chromium:
+tests/browser/test_static_exercises_browser.py.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from exercise_cases import run_in_process
 from helpers.course import NOTEBOOKS_DIR, ready_notebooks
 from helpers.exercises import ChoiceExercise, KeyDesignExercise, MaskExercise, _NumericExercise
 from helpers.exercises import static
-from helpers.exercises.feedback import EXACT_ATOL, MASKED_FILL
-from helpers.exercises.static import MIME, add_exercise_html, exercise_data, name_in, stored
+from helpers.exercises.feedback import EXACT_ATOL, MASKED_FILL, NOT_ATTEMPTED, Feedback
+from helpers.exercises.static import BUILD_MIME, MIME, add_exercise_html, exercise_data, name_in, stored
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,6 +82,20 @@ def test_a_numeric_exercise_stores_the_kernels_texts_for_its_answer_and_each_nam
         assert ex.feedback(value).mistake == m["key"]  # the rounded value still names its mistake
     assert data["hint"] == ex.hint_text == ex.hint_steps()[0]
     assert data["atol"] == ex.atol
+
+
+def test_a_numeric_exercise_stores_the_kernels_rounded_too_far_text_in_the_order_it_tries_the_decimals():
+    ex = MaskedScoresExercise(np.array([1.0, 2.0]), np.array([[0.3, 0.7], [0.1, 0.9], [0.5, 0.5]]))
+    data = exercise_data(ex, "ex_scores", withheld=False)
+    assert [k for k, _ in data["rounded"]] == [2, 1, 0]                 # _rounded_to's order
+    said = {}
+    for k in (2, 1, 0):                                                 # the expected value rounded to k decimals
+        got = ex.feedback(np.round(ex.expected, k))
+        if got.mistake == "rounded":
+            said[k] = got.text
+    assert said, "no rounding of these scores is 'rounded too far'; choose other inputs"
+    for k, text in data["rounded"]:
+        assert text.startswith("Rounded too far") and (k not in said or said[k] == text)
 
 
 def test_rounding_moves_no_value_by_more_than_a_thousandth_of_the_tolerance():
@@ -141,6 +158,58 @@ def test_in_a_kernel_a_check_displays_its_text_beside_its_data(monkeypatch):
     assert raw and set(bundle) == {"text/plain", MIME}
     assert bundle["text/plain"] == ex.feedback("a").text
     assert bundle[MIME] == exercise_data(ex, "ex_axis")
+
+
+def test_build_cells_show_their_text_with_a_marker_the_export_turns_into_a_make_lab_line():
+    from IPython.core.formatters import DisplayFormatter
+
+    from helpers.exercises import diagnose
+    from helpers.exercises.finale import BlockVerdict, ModelVerdict
+
+    def softmax(x, axis=-1):
+        raise NotImplementedError
+
+    verdicts = [(diagnose(softmax, piece="softmax"), "softmax"), (ModelVerdict(False, "x", "model text"), "real_model_attention"),
+                (BlockVerdict(False, "x", "block text"), "encoder_block")]
+    nb = nbformat.v4.new_notebook()
+    for verdict, piece in verdicts:
+        bundle, _ = DisplayFormatter().format(verdict)           # what IPython stores for the cell's result
+        assert bundle == {"text/plain": verdict.text, BUILD_MIME: {"kind": "build", "piece": piece}}
+        nb.cells.append(nbformat.v4.new_code_cell("diagnose(fn)", outputs=[nbformat.v4.new_output(
+            "execute_result", data=bundle, execution_count=1)]))
+    assert verdicts[0][0].mistake == "not_attempted"
+    add_exercise_html(nb, "99_test")
+    for cell, (verdict, _) in zip(nb.cells, verdicts):
+        page = cell.outputs[0].data["text/html"]
+        printed, line = page.split("</pre>", 1)
+        assert printed == '<pre class="course-exercise-printed">' + verdict.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        assert "your own function cannot be run" in line and "make lab" in line and "workbook.py" in line
+        assert "<script" not in page                             # no exercise on this page: no script
+
+
+def test_every_stored_build_cell_carries_the_marker():
+    cells = 0
+    for name in ready_notebooks():
+        nb = nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code" or not cell.source.strip().splitlines():
+                continue
+            last = cell.source.strip().splitlines()[-1]
+            if last.startswith(("diagnose(", "run_with_your_attention(", "check_your_block(")):
+                cells += 1
+                results = [o for o in cell.outputs if o.output_type == "execute_result"]
+                assert results and BUILD_MIME in results[0].data, f"{name}: {last}"
+                assert results[0].data[BUILD_MIME]["kind"] == "build"
+    assert cells >= 15
+
+
+def test_the_printed_not_attempted_text_is_marked_so_the_script_can_hide_it_where_a_form_is_built():
+    from helpers.exercises.static import exercise_html
+    answerable = exercise_data(scores_exercise(), "ex_scores", withheld=False)
+    hidden = exercise_data(scores_exercise(), "ex_scores", withheld=True)
+    assert exercise_html(NOT_ATTEMPTED, answerable, "99").startswith('<pre class="course-exercise-printed" data-not-attempted>')
+    assert "data-not-attempted" not in exercise_html("Correct! Well done.", answerable, "99")
+    assert "data-not-attempted" not in exercise_html(NOT_ATTEMPTED, hidden, "99")   # no form: the text stays
 
 
 def test_an_exercises_name_is_the_class_reports():
@@ -210,6 +279,11 @@ def test_stored_data_answer_as_the_notebooks_own_exercises_do(name):
         for m in data["mistakes"]:
             got = ex.feedback(unstored(m["value"]))
             assert got.mistake == m["key"] and got.text == m["text"]
+        texts = dict(data["rounded"])
+        for k in (2, 1, 0):                # where the kernel says "rounded too far", the page has its text
+            got = ex.feedback(np.round(unstored(data["expected"]), k))
+            if got.mistake == "rounded":
+                assert texts[k] == got.text, (data["name"], k)
 
 
 # --------------------------------------------------------------------------
@@ -233,3 +307,49 @@ def test_a_student_edition_stores_no_answer_of_an_exercise_whose_solution_it_wit
     assert len(student) == len(course) >= 2 and all("needs_kernel" not in d for _, d in course)
     for _, data in student:
         assert set(data) == {"name", "kind", "needs_kernel"} and data["needs_kernel"] == static.WITHHELD
+
+
+# --------------------------------------------------------------------------
+# The index: what the exported pages answer, read from what they store
+# --------------------------------------------------------------------------
+
+def export_tool():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import export_html
+    return export_html
+
+
+def index_words(page):
+    import re
+    return " ".join(re.sub(r"<[^>]+>", " ", page.split("<h1", 1)[1].split("<table", 1)[0]).split())
+
+
+def test_the_course_index_says_which_exercises_answer_and_names_from_the_data_what_needs_make_lab():
+    tool = export_tool()
+    notebooks = {Path(n).stem: nbformat.read(NOTEBOOKS_DIR / n, as_version=4) for n in ready_notebooks()}
+    text = tool.index_text(tool.page_facts(notebooks))
+    assert "the numeric and choice exercises answer what you type" in text and "need one here" not in text
+    assert "typing a new sentence into the explorer of notebook 11" in text and "make lab" in text
+    builds = [stem[:2] for stem, nb in notebooks.items()
+              if any(BUILD_MIME in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))]
+    assert len(builds) >= 8 and "build cells" in text and all(num in text.split("build cells", 1)[1] for num in builds)
+    # every exercise that needs a kernel for a reason of its own (01's and 02's key designs) is named, with its reason
+    own = [(stem, d) for stem in notebooks for _, d in stored_exercises(NOTEBOOKS_DIR / f"{stem}.ipynb")
+           if "needs_kernel" in d and d["needs_kernel"] != static.WITHHELD]
+    assert {stem[:2] for stem, _ in own} == {"01", "02"}
+    for stem, d in own:
+        assert d["name"] in text and d["needs_kernel"].rstrip(".") in text and stem[:2] in text
+    one = tool.index_text(tool.page_facts({"07_limits": notebooks["07_limits"]}))
+    assert "exercises answer" in one and "build cells" not in one and "notebook 11" not in one
+    one = tool.index_text(tool.page_facts({"04_masking": notebooks["04_masking"]}))
+    assert "the build cells, which run your own functions from workbook.py (notebook 04)" in one
+
+
+def test_a_student_editions_index_says_its_exercises_need_a_kernel(edition, tmp_path):
+    tool = export_tool()
+    site = tmp_path / "site"
+    tool.main([str(site), str(edition / "notebooks" / "07_limits.ipynb")])     # as INSTRUCTORS.md says to run it
+    text = index_words((site / "index.html").read_text(encoding="utf-8"))
+    assert "the exercises need one here" in text and "exercises answer" not in text and "make lab" in text
+    page = (site / "07_limits.html").read_text(encoding="utf-8")
+    assert page.count("data-needs-kernel") == len(stored_exercises(edition / "notebooks" / "07_limits.ipynb")) >= 2

@@ -18,7 +18,9 @@ Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
 - Maths is rendered by the MathJax 2 copy of the PyPI package
   jupyter-server-mathjax, copied to SITE/mathjax/.
 - SITE/index.html is the course map of helpers/course.py, linking the
-  notebooks that exist and marking the others as coming. Each page links, at
+  notebooks that exist and marking the others as coming; its text says what
+  the exported pages answer and what needs a kernel, read from what they
+  store (``page_facts``: in a student edition no exercise answers). Each page links, at
   its top and bottom, the previous and the next page of the map (by title)
   and the map itself; the links are relative, so SITE works from disk and
   from any static host (GitHub Pages: README.md).
@@ -44,7 +46,8 @@ from nbconvert import HTMLExporter
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from helpers.course import COURSE  # noqa: E402
-from helpers.exercises.static import add_exercise_html  # noqa: E402
+from helpers.exercises.static import BUILD_MIME, MIME, WITHHELD, add_exercise_html  # noqa: E402
+from helpers.explorers.real_model_static import DRAWER  # noqa: E402
 
 TITLES = {Path(name).stem: title for name, title, _ in COURSE}
 
@@ -131,17 +134,65 @@ def export_notebook(path, site, html_exporter=None, stems=None):
     return page
 
 
-#: What the index says about the pages, above the map (notebook 11's new sentence and the learner's code need Python).
-INDEX_TEXT = (
-    "The course's notebooks as pages that need nothing installed: every number and figure as a fresh run "
-    "stored it. The explorers move on these pages and the exercises answer what you type, with no kernel. "
-    "Two things need one: typing a new sentence into notebook 11's explorer, and writing and checking code "
-    "of your own (the workbook). For those, open the course with `make lab`.")
+#: The index's first sentences, above the map; :func:`index_text` adds what the exported pages answer.
+INDEX_TEXT = ("The course's notebooks as pages that need nothing installed: every number and figure as a fresh "
+              "run stored it.")
+#: A real-model explorer's stored grid (helpers/explorers/real_model_static.py) names its drawer so.
+REAL_MODEL_GRID = f'"draw": "{DRAWER}"'
 
 
-def index_notebook(ready):
+def _notebooks(stems):
+    """'notebook 04', or 'notebooks 01, 02 and 04'."""
+    nums = [stem[:2] for stem in stems]
+    return f"notebook {nums[0]}" if len(nums) == 1 else "notebooks " + ", ".join(nums[:-1]) + " and " + nums[-1]
+
+
+def page_facts(notebooks):
+    """What the exported pages hold, for the index: ``notebooks`` maps each page's stem to its notebook
+    (nbformat, as stored). Returns a dict: "answerable" (stems with an exercise the page answers),
+    "kernel_only" ({(name, why): stems} of exercises that need a kernel for a reason of their own, not
+    the edition's withheld answers), "builds" (stems with a build cell: your own function) and "typing"
+    (stems whose real-model explorer moves on the page but takes no new sentence)."""
+    facts = {"answerable": [], "kernel_only": {}, "builds": [], "typing": []}
+    for stem, nb in notebooks.items():
+        outputs = [out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", [])]
+        exercises = [data[MIME] for data in outputs if MIME in data]
+        if any("needs_kernel" not in ex for ex in exercises):
+            facts["answerable"].append(stem)
+        for ex in exercises:
+            if ex.get("needs_kernel") not in (None, WITHHELD):
+                facts["kernel_only"].setdefault((ex["name"], ex["needs_kernel"]), []).append(stem)
+        if any(BUILD_MIME in data for data in outputs):
+            facts["builds"].append(stem)
+        if any(REAL_MODEL_GRID in "".join(data.get("text/html", "")) for data in outputs):
+            facts["typing"].append(stem)
+    return facts
+
+
+def index_text(facts):
+    """What the index says of the pages, from :func:`page_facts`: whether the exercises answer here (none
+    does in a student edition, which keeps its answers in the kernel), and what needs ``make lab``."""
+    if not facts["answerable"]:
+        return (f"{INDEX_TEXT} The explorers move on these pages, with no kernel; the exercises need one here "
+                "(each says why). To check your answers and run your own code, open the course with `make lab`.")
+    needs = []
+    if facts["typing"]:
+        needs.append(f"typing a new sentence into the explorer of {_notebooks(facts['typing'])}")
+    if facts["builds"]:
+        needs.append(f"the build cells, which run your own functions from workbook.py ({_notebooks(facts['builds'])})")
+    for (name, why), stems in facts["kernel_only"].items():
+        needs.append(f"the exercise {name} of {_notebooks(stems)}: {why.rstrip('.')}")
+    text = (f"{INDEX_TEXT} The explorers move on these pages and the numeric and choice exercises answer what "
+            "you type, with no kernel.")
+    if needs:
+        text += (" These need one: " + "; ".join(needs) + ". For those, open the course with `make lab`.")
+    return text
+
+
+def index_notebook(ready, facts=None):
     """The course map as a notebook of one Markdown cell: every notebook in order, a link where it is
-    in ``ready`` (file names), 'coming' where not."""
+    in ``ready`` (file names), 'coming' where not. facts: :func:`page_facts` of the exported pages (None:
+    no exercise answers, nothing named)."""
     rows = []
     for name, title, what in COURSE:
         stem = Path(name).stem
@@ -153,16 +204,17 @@ def index_notebook(ready):
              + "\n".join(rows) + "\n</table>")
     nb = nbformat.v4.new_notebook()
     nb.metadata["title"] = "Attention, step by step: the course map"
-    nb.cells.append(nbformat.v4.new_markdown_cell(f"# Attention, step by step\n\n{INDEX_TEXT}\n\n{table}"))
+    text = index_text(facts or {"answerable": [], "kernel_only": {}, "builds": [], "typing": []})
+    nb.cells.append(nbformat.v4.new_markdown_cell(f"# Attention, step by step\n\n{text}\n\n{table}"))
     return nb
 
 
-def index_page(ready, html_exporter=None):
+def index_page(ready, html_exporter=None, facts=None):
     """The course map as a page (see :func:`index_notebook`), exported as the notebooks are: the same
     look, the same light and dark themes, and no previous/next links (it is the map)."""
     html_exporter = html_exporter or exporter()
     resources = page_resources("index", ROOT, html_exporter, nav=None)
-    return html_exporter.from_notebook_node(index_notebook(ready), resources=resources)[0]
+    return html_exporter.from_notebook_node(index_notebook(ready, facts), resources=resources)[0]
 
 
 def export_site(site=SITE, paths=None):
@@ -177,7 +229,9 @@ def export_site(site=SITE, paths=None):
     html_exporter = exporter()
     stems = site_stems(paths)
     pages = [export_notebook(p, site, html_exporter, stems) for p in paths]
-    (site / "index.html").write_text(index_page({Path(p).name for p in paths}, html_exporter), encoding="utf-8")
+    facts = page_facts({Path(p).stem: nbformat.read(p, as_version=4) for p in paths})
+    (site / "index.html").write_text(index_page({Path(p).name for p in paths}, html_exporter, facts),
+                                     encoding="utf-8")
     return pages
 
 

@@ -224,6 +224,17 @@ class _Exercise:
         return Reveal("Solution (spoiler)", self.solution_text)
 
 
+#: The decimals ``_rounded_to`` tries, in its order (fewer than 3: rounded too far).
+ROUNDED_PLACES = (2, 1, 0)
+
+
+def rounded_text(k):
+    """The feedback on the right answer rounded to ``k`` decimals (k in ROUNDED_PLACES): rounded too far."""
+    places = "whole numbers" if k == 0 else f"{k} decimal{'s' if k > 1 else ''}"
+    return (f"Rounded too far: your answer is the right one rounded to {places}, and that moves it "
+            "further than the checker allows. Keep at least 3 decimals, or do not round at all.")
+
+
 class _NumericExercise(_Exercise):
     """An exercise whose answer is a number or an array.
 
@@ -243,6 +254,10 @@ class _NumericExercise(_Exercise):
 
     #: True when the question itself asks for a Python list: a right list then gets no note about arrays.
     asks_for_a_list = False
+
+    #: the decimals :meth:`_rounded_to` tries, in order, and its text for each (the static page stores both)
+    rounded_places = ROUNDED_PLACES
+    rounded_text = staticmethod(rounded_text)
 
     def _set_variants(self, variants):
         """Keep the (key, message, value) variants that these inputs tell apart; register the exercise."""
@@ -359,10 +374,7 @@ class _NumericExercise(_Exercise):
                 return Feedback(False, key, message)
         rounded = self._rounded_to(arr)
         if rounded is not None:
-            places = "whole numbers" if rounded == 0 else f"{rounded} decimal{'s' if rounded > 1 else ''}"
-            return Feedback(False, "rounded",
-                            f"Rounded too far: your answer is the right one rounded to {places}, and that moves it "
-                            "further than the checker allows. Keep at least 3 decimals, or do not round at all.")
+            return Feedback(False, "rounded", self.rounded_text(rounded))
         other = self._other_exercise(arr)
         if other is not None:
             return Feedback(False, "other_exercise",
@@ -400,7 +412,7 @@ class _NumericExercise(_Exercise):
         """k if ``arr`` is the right answer rounded to k < 3 decimals (rounding too far), else None."""
         if arr.shape != self.expected.shape:
             return None
-        for k in (2, 1, 0):
+        for k in self.rounded_places:
             if (np.all(np.abs(arr - np.round(arr, k)) <= 1e-9)
                     and np.all(np.abs(arr - self.expected) <= 0.5 * 10.0 ** -k + 1e-9)):
                 return k

@@ -1,10 +1,12 @@
 /* The course's exercises on a static page (helpers/exercises/static.py): no kernel, no network.
    Each element [data-exercise] holds its data as JSON; this script builds the form from it (a text box, or
    radio buttons for a choice), reads a typed answer as a learner pastes it (0.5, [0.3, 0.5], numpy's printed
-   [[0.302 0.343]\n [0.196 0.37 ]], True/False, -inf, nan) and answers with the kernel's own texts. */
+   [[0.302 0.343]\n [0.196 0.37 ]], True/False, -inf, nan, the page's own −∞) and answers with the kernel's own
+   texts. */
 (function () {
   "use strict";
-  var UNREADABLE = "I could not read that: type a number or a list like [0.1, 0.2]";
+  var UNREADABLE = "I could not read that: type a number or a list like [0.1, 0.2].";
+  var THOUSANDS = /^\s*[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?\s*$/;   // 33,554,432: one number, with commas
   var NO_CHOICE = "Choose one of the options first.";
   var NUMBER = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf|infinity|nan)$/i;
 
@@ -32,7 +34,7 @@
   }
 
   function read(text) {                      // a typed answer -> a number or nested arrays, or null
-    var s = String(text == null ? "" : text);
+    var s = String(text == null ? "" : text).replace(/\u2212/g, "-").replace(/\u221e/g, "inf");   // −∞ as printed
     s = s.replace(/,?\s*dtype\s*=\s*[\w.]+/g, "");
     s = s.replace(/(?:np\.|numpy\.)?(?:asarray|array|float64|float32|int64|int32|bool_)\s*(?=\()/g, "");
     var toks = s.match(/\[|\]|\(|\)|,|[^\s\[\]\(\),]+/g);
@@ -59,15 +61,15 @@
       var n = word(t);
       return n === null ? null : n;
     }
-    var all = [], v;
+    var all = [], v, commas = 0;
     while (i < toks.length) {
-      if (toks[i] === ",") { i += 1; continue; }
+      if (toks[i] === ",") { commas += 1; i += 1; continue; }
       v = value();
       if (v === null) { return null; }
       all.push(v);
     }
     if (all.length === 0) { return null; }
-    return all.length === 1 ? all[0] : all;  // "0.3 0.5" and "0.3, 0.5" are a list
+    return all.length === 1 && commas === 0 ? all[0] : all;  // "0.3 0.5", "0.3, 0.5" and "256," are lists
   }
 
   function shape(v) {                        // the shape of nested arrays, or null when ragged
@@ -123,7 +125,24 @@
     return true;
   }
 
+  function rounded(data, answer) {           // as _rounded_to: the right answer rounded to k < 3 decimals, or null
+    var want = tree(data.expected), sa = shape(answer), sw = shape(want);
+    if (sa.join(",") !== sw.join(",")) { return null; }
+    var fa = flat(answer, []), fw = flat(want, []);
+    for (var r = 0; r < (data.rounded || []).length; r += 1) {
+      var k = data.rounded[r][0], unit = Math.pow(10, k), ok = true;
+      for (var n = 0; n < fa.length && ok; n += 1) {
+        ok = Math.abs(fa[n] - Math.round(fa[n] * unit) / unit) <= 1e-9 && Math.abs(fa[n] - fw[n]) <= 0.5 / unit + 1e-9;
+      }
+      if (ok) { return data.rounded[r][1]; }
+    }
+    return null;
+  }
+
   function verdict(data, text) {             // the feedback on a typed answer
+    if (shape(tree(data.expected)).length === 0 && THOUSANDS.test(String(text))) {
+      return "Type the number without commas: " + String(text).replace(/[\s,]/g, "") + ".";
+    }
     var answer = /^\s*(true|false)\s*$/i.test(String(text)) ? null : read(text);   // a lone True: not a number
     if (answer === null || shape(answer) === null) { return UNREADABLE; }
     var atol = tree(data.atol), fill = stored(data.masked_fill);
@@ -134,7 +153,8 @@
       var value = tree(data.mistakes[k].value);
       if ((whole || !finite(value)) && close(answer, value, atol, fill)) { return data.mistakes[k].text; }
     }
-    return "Not yet. Hint: " + data.hint;
+    var far = whole ? rounded(data, answer) : null;
+    return far !== null ? far : "Not yet. Hint: " + data.hint;
   }
 
   function make(tag, attrs, text) {
@@ -160,7 +180,8 @@
         var label = make("label", {style: "display:block"});
         var radio = make("input", {type: "radio", name: id, value: opt[0]});
         label.appendChild(radio);
-        label.appendChild(document.createTextNode(" (" + opt[0] + ") " + opt[1]));
+        var key = opt[0].length === 1 ? "(" + opt[0] + ") " : opt[0] + ": ";   // as ChoiceExercise.question()
+        label.appendChild(document.createTextNode(" " + key + opt[1]));
         field.appendChild(label);
       });
       form.appendChild(field);
@@ -189,6 +210,8 @@
     form.appendChild(feedback);
     box.appendChild(form);
     box.setAttribute("data-built", "yes");
+    var printed = box.previousElementSibling;  // "Not attempted yet: ... run this cell": no cell to run here
+    if (printed && printed.hasAttribute("data-not-attempted")) { printed.hidden = true; printed.style.display = "none"; }
   }
 
   function init() {

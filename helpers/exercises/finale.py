@@ -41,6 +41,7 @@ import numpy as np
 from helpers.exercises.base import ChoiceExercise
 from helpers.exercises.diagnose import diagnose
 from helpers.exercises.feedback import Feedback
+from helpers.exercises.static import BuildCell
 from helpers.exercises.runner import (
     call, fn_name, matches, mutation_words, parameter, raised_words, safe_str, side_by_side, same_array,
 )
@@ -59,7 +60,7 @@ LAYER, HEAD, QUERY = 0, 4, "bank"
 
 
 @dataclass(frozen=True)
-class ModelVerdict(Feedback):
+class ModelVerdict(BuildCell, Feedback):
     """What your attention did to the real model.
 
     correct, mistake, text: as every checker's (``mistake`` is diagnose's key,
@@ -76,6 +77,8 @@ class ModelVerdict(Feedback):
     cosine: float | None = None
     cosine_course: float | None = None
     on_model: str | None = None
+
+    build_piece = "real_model_attention"        # the build cells' page marker (static.BuildCell)
 
     def _repr_pretty_(self, printer, cycle):
         printer.text(self.text)
@@ -155,7 +158,7 @@ PADDED_TO = 12
 
 
 @dataclass(frozen=True)
-class BlockVerdict(Feedback):
+class BlockVerdict(BuildCell, Feedback):
     """What your encoder block does with the real model's weights.
 
     correct, mistake, text: as every checker's; ``mistake`` is a key of
@@ -169,6 +172,8 @@ class BlockVerdict(Feedback):
 
     bound_layer: float | None = None
     bound_model: float | None = None
+
+    build_piece = "encoder_block"               # the build cells' page marker (static.BuildCell)
 
     def _repr_pretty_(self, printer, cycle):
         printer.text(self.text)

@@ -10,7 +10,7 @@ piece gives the same way; ``side_by_side`` shows the learner's output
 beside the expected one, with as many digits as it takes to see them differ.
 
 Used by the checker modules (checker_*.py) and diagnose.py; it imports
-only feedback.py and solutions.py of this package (and the course map,
+only feedback.py, static.py (the build cells' page marker) and solutions.py of this package (and the course map,
 helpers.course, for where each piece is built).
 """
 
@@ -28,6 +28,7 @@ import numpy as np
 
 from helpers.course import BUILT_IN
 from helpers.exercises.feedback import Feedback, _read
+from helpers.exercises.static import BuildCell
 
 __all__ = ["Diagnosis", "TIME_LIMIT", "RTOL", "ATOL"]
 
@@ -43,7 +44,7 @@ float16 function lands inside and every named mistake outside)."""
 
 
 @dataclass(frozen=True)
-class Diagnosis(Feedback):
+class Diagnosis(BuildCell, Feedback):
     """The verdict of :func:`~helpers.exercises.diagnose`: a :class:`~helpers.exercises.Feedback` shown as its text.
 
     correct, mistake, text: as for every checker; ``mistake`` joins the keys
@@ -51,6 +52,7 @@ class Diagnosis(Feedback):
     case: the name of the first input on which the function went wrong
     (None when it is right).
     piece: the piece of the course that was checked ("attention", "softmax", ...).
+    Shown as its text, with the build cells' page marker (static.BuildCell).
     """
 
     case: str | None = None

@@ -16,8 +16,10 @@ The data of a numeric exercise: ``name`` (the notebook's name for it,
 ``_NumericExercise._close`` uses it), ``masked_fill`` (a typed value at or
 below it matches an expected -inf), ``correct`` (the kernel's text for the
 expected value), ``mistakes`` (one ``{"key", "value", "text"}`` per named
-mistake these inputs tell apart, the text the kernel gives for that value)
-and ``hint`` (the first hint). Of a choice: ``options`` ([key, text] in the
+mistake these inputs tell apart, the text the kernel gives for that value),
+``rounded`` ([k, text] for each k of decimals the kernel's ``_rounded_to`` tries, in its order: an answer
+of the expected shape whose every entry is rounded to k decimals and within 0.5 * 10^-k + 1e-9 of the
+expected one gets that text, after the named mistakes) and ``hint`` (the first hint). Of a choice: ``options`` ([key, text] in the
 order shown), ``answer`` (the right key), ``feedback`` (key -> the kernel's
 text for it) and ``hint``. Every float is rounded to at most 9 decimals and
 12 significant digits, never below the units (a count stays exact), so the
@@ -49,12 +51,18 @@ from pathlib import Path
 import numpy as np
 
 from helpers.edition import solutions_withheld
-from helpers.exercises.feedback import MASKED_FILL
+from helpers.exercises.feedback import MASKED_FILL, NOT_ATTEMPTED
 
-__all__ = ["MIME", "name_in", "exercise_data", "show", "add_exercise_html", "exercise_html", "script"]
+__all__ = ["MIME", "BUILD_MIME", "BuildCell", "name_in", "exercise_data", "show", "add_exercise_html",
+           "exercise_html", "build_html", "script"]
 
 MIME = "application/vnd.course.exercise+json"
 """The MIME type of an exercise's stored data (unknown to JupyterLab, which then shows the text)."""
+BUILD_MIME = "application/vnd.course.build+json"
+"""The MIME type that marks a build cell's verdict (diagnose, run_with_your_attention, check_your_block):
+``{"kind": "build", "piece": ...}``; the page says that your own function runs only in a kernel."""
+BUILD_LINE = ("On this page your own function cannot be run: it runs in a kernel, from workbook.py. "
+              "Open the course with <code>make lab</code> and run this cell.")
 
 DECIMALS = 9
 SIGNIFICANT = 12
@@ -121,10 +129,24 @@ def exercise_data(ex, name, withheld=None):
         atol = np.asarray(ex.atol, dtype=float)
         mistakes = [{"key": key, "value": stored(value), "text": ex.feedback(np.asarray(value, dtype=float)).text}
                     for key, _, value in ex._variants]       # told apart and merged by _set_variants already
+        rounded = [[int(k), str(ex.rounded_text(k))] for k in getattr(ex, "rounded_places", ())]
         return {**data, "expected": stored(expected), "atol": stored(atol), "masked_fill": MASKED_FILL,
-                "correct": ex.feedback(expected).text, "mistakes": mistakes, "hint": hint}
+                "correct": ex.feedback(expected).text, "mistakes": mistakes, "rounded": rounded, "hint": hint}
     except Exception as exc:          # never: a checker's data is computed from its own inputs
         return {**data, "needs_kernel": f"its data could not be stored ({type(exc).__name__})."}
+
+
+class BuildCell:
+    """What the verdicts of the build cells share (runner.Diagnosis, finale.ModelVerdict, finale.BlockVerdict):
+    the :data:`BUILD_MIME` marker, beside the text each shows by its own ``_repr_pretty_`` (IPython keeps that
+    text/plain and adds the bundle's keys; the method stays on each dataclass, whose generated __repr__ would
+    win over a base class's), so that the site's export can say, under the text, that the page cannot run
+    your function. ``build_piece``: the piece the marker names (a ``piece`` field wins)."""
+
+    build_piece = "attention"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {BUILD_MIME: {"kind": "build", "piece": str(getattr(self, "piece", self.build_piece))}}
 
 
 def _in_kernel():
@@ -180,7 +202,8 @@ def exercise_html(text, data, stem, with_script=False):
     The form is built by the script from the JSON it holds, so without scripts only the text shows.
     ``with_script``: inline exercise.js (and the style) after it, once per page."""
     ident = f"{stem}:{data.get('name', '')}"
-    parts = [f'<pre class="course-exercise-printed">{html.escape(str(text))}</pre>']
+    mark = " data-not-attempted" if str(text).strip() == NOT_ATTEMPTED and "needs_kernel" not in data else ""
+    parts = [f'<pre class="course-exercise-printed"{mark}>{html.escape(str(text))}</pre>']
     if "needs_kernel" in data:
         parts.append(f'<p class="course-exercise-note" data-exercise="{html.escape(ident)}" data-needs-kernel>'
                      f'On this page the exercise cannot be checked: {html.escape(str(data["needs_kernel"]))} '
@@ -194,15 +217,32 @@ def exercise_html(text, data, stem, with_script=False):
     return "\n".join(parts)
 
 
+def build_html(text, data):
+    """The ``text/html`` of a build cell's verdict (``data``: its :data:`BUILD_MIME` marker): ``text`` as
+    printed, then the line saying that the page cannot run your function."""
+    piece = html.escape(str(data.get("piece", "")) if isinstance(data, dict) else "")
+    return (f'<pre class="course-exercise-printed">{html.escape(str(text))}</pre>\n'
+            f'<p class="course-exercise-note" data-build="{piece}" style="font-style: italic">{BUILD_LINE}</p>')
+
+
+def _text(data):
+    text = data.get("text/plain", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
 def add_exercise_html(nb, stem):
-    """Add ``text/html`` beside each exercise's stored data in the notebook ``nb`` (changed in place; returned).
+    """Add ``text/html`` beside each exercise's stored data, and beside each build cell's marker, in the
+    notebook ``nb`` (changed in place; returned).
 
     stem: the notebook's file stem, the first part of each exercise's id ("04_masking:ex_sums"). The script
-    goes into the last such output only, so it runs once, after every form of the page is parsed."""
-    found = [out for cell in nb.cells for out in cell.get("outputs", []) if MIME in out.get("data", {})]
+    goes into the last exercise's output only, so it runs once, after every form of the page is parsed."""
+    outputs = [out for cell in nb.cells for out in cell.get("outputs", [])]
+    found = [out for out in outputs if MIME in out.get("data", {})]
     for i, out in enumerate(found):
         data = out["data"]
-        text = data.get("text/plain", "")
-        text = "".join(text) if isinstance(text, list) else text
-        data["text/html"] = exercise_html(text, data[MIME], stem, with_script=i == len(found) - 1)
+        data["text/html"] = exercise_html(_text(data), data[MIME], stem, with_script=i == len(found) - 1)
+    for out in outputs:
+        data = out.get("data", {})
+        if BUILD_MIME in data and MIME not in data:
+            data["text/html"] = build_html(_text(data), data[BUILD_MIME])
     return nb

@@ -4,7 +4,10 @@ Every page holding exercises is exported into a temporary folder and opened from
 another host refused. Each numeric exercise is answered with its stored right answer typed as numpy prints
 it, with its first named mistake, and with nonsense ("banana", "[1, 2", nothing); each choice is clicked
 right and wrong; each gets the kernel's own text in its data-feedback. The keyboard works (Tab to the box,
-type, Enter), and a page without scripts shows the printed feedback and no control.
+type, Enter), and a page without scripts shows the printed feedback and no control. Where the script builds
+a form, the kernel's "Not attempted yet" (there is no cell to run on the page) is hidden; a build cell says
+that your own function runs only in a kernel; choices are labelled as ChoiceExercise.question() prints them;
+and an answer rounded too far gets the kernel's own text, checked against the kernel on exercises built here.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ import export_html  # noqa: E402
 from test_static_pages import open_offline  # noqa: E402
 
 from helpers.course import NOTEBOOKS_DIR, ready_notebooks  # noqa: E402
-from helpers.exercises.static import MIME  # noqa: E402
+from helpers.exercises.feedback import NOT_ATTEMPTED  # noqa: E402
+from helpers.exercises.static import BUILD_MIME, MIME  # noqa: E402
 
-UNREADABLE = "I could not read that: type a number or a list like [0.1, 0.2]"
+UNREADABLE = "I could not read that: type a number or a list like [0.1, 0.2]."
 
 
 def stored_exercises(stem):
@@ -110,7 +114,9 @@ def test_the_keyboard_tabs_to_the_box_types_and_checks_with_enter(browser, site)
     page, context, refused = open_offline(browser, (site / f"{name}.html").as_uri())
     try:
         box = page.locator(f"[data-exercise='{name}:{data['name']}']")
-        box.locator("xpath=preceding-sibling::pre[1]").click()     # the printed feedback, just before the form
+        # the output holding the form (focusable, tabindex 0): its printed "Not attempted yet", which was
+        # clicked here before, is hidden where the form is built
+        box.locator("xpath=parent::*").focus()
         page.keyboard.press("Tab")
         assert page.evaluate("document.activeElement.closest('[data-exercise]') !== null && "
                              "['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName)")
@@ -131,8 +137,42 @@ def test_without_scripts_the_page_shows_the_printed_feedback_and_no_dead_control
         assert page.locator("[data-exercise] input, [data-exercise] textarea, [data-exercise] button").count() == 0
         printed = page.locator("pre.course-exercise-printed").first
         assert printed.is_visible() and "Not attempted yet" in printed.inner_text()
+        marked = page.locator("pre[data-not-attempted]")
+        assert marked.count() >= 1 and all(marked.nth(k).is_visible() for k in range(marked.count()))
     finally:
         context.close()
+
+
+def test_where_a_form_is_built_the_kernels_not_attempted_text_is_hidden_and_other_text_stays(browser, site):
+    name = "04_masking"
+    page, context, refused = open_offline(browser, (site / f"{name}.html").as_uri())
+    try:
+        forms = page.locator(".course-exercise[data-exercise][data-built]")
+        assert forms.count() == len([d for d in stored_exercises(name) if "needs_kernel" not in d]) >= 1
+        for k in range(forms.count()):
+            printed = forms.nth(k).locator("xpath=preceding-sibling::pre[1]")
+            if printed.inner_text().strip() == NOT_ATTEMPTED:
+                assert not printed.is_visible()
+            else:
+                assert printed.is_visible()
+        hidden = page.locator("pre.course-exercise-printed[data-not-attempted]")
+        assert hidden.count() >= 1 and not any(hidden.nth(k).is_visible() for k in range(hidden.count()))
+        builds = page.locator("[data-build]")                  # the build cells: text, then the make-lab line
+        assert builds.count() >= 3
+        for k in range(builds.count()):
+            assert builds.nth(k).is_visible() and "your own function cannot be run" in builds.nth(k).inner_text()
+            assert builds.nth(k).locator("xpath=preceding-sibling::pre[1]").is_visible()
+        assert not refused
+    finally:
+        context.close()
+
+
+def test_every_build_cell_of_every_page_says_it_needs_a_kernel(site):
+    for name in PAGES:
+        nb = nbformat.read(NOTEBOOKS_DIR / f"{name}.ipynb", as_version=4)
+        markers = sum(BUILD_MIME in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+        page = (site / f"{name}.html").read_text(encoding="utf-8")
+        assert page.count("data-build=") == markers, name
 
 
 # --------------------------------------------------------------------------
@@ -171,6 +211,16 @@ READER_CASES = [
     (numeric("pair", [0.3, 0.5], 5e-4),
      [("0.3 0.5", "RIGHT pair"), ("0.3, 0.5", "RIGHT pair"), ("[0.3,0.5]", "RIGHT pair"), ("(0.3, 0.5)", "RIGHT pair"),
       ("[0.3, 0.5,]", "RIGHT pair"), ("[0.5, 0.3]", NOT_YET)]),
+    (numeric("minus", [-0.5, -1.5], 5e-4, [("masked", [-0.5, "-inf"])]),   # the page prints "−∞" (U+2212, U+221E)
+     [("[\u22120.5, \u22121.5]", "RIGHT minus"), ("\u22120.5 \u22121.5", "RIGHT minus"), ("[\u22120.5, \u2212\u221e]", "MASKED"),
+      ("[\u22120.5, -inf]", "MASKED"), ("[-0.5, \u2212inf]", "MASKED"), ("[0.5, -inf]", NOT_YET)]),
+    (numeric("count", 33554432.0, 0.5, [("half", 16777216.0)]),
+     [("33554432", "RIGHT count"), ("33,554,432", "Type the number without commas: 33554432."),
+      ("16,777,216", "Type the number without commas: 16777216."), ("16777216", "HALF"),
+      ("256,", NOT_YET), ("(256,)", NOT_YET), ("33 554 432", NOT_YET)]),
+    (numeric("one", [256.0], 0.5),                        # "256," is a one-element list, as (256,) is
+     [("256,", "RIGHT one"), ("(256,)", "RIGHT one"), ("[256]", "RIGHT one"), ("256", NOT_YET),
+      ("1,024", NOT_YET)]),                               # commas in a list answer: a list of two numbers
 ]
 
 
@@ -198,6 +248,80 @@ def test_typed_answers_are_read_as_a_learner_pastes_them(browser, reader_page, k
         assert not errors and not refused
     finally:
         context.close()
+
+
+def test_choice_labels_are_as_the_kernels_question_prints_them(browser, tmp_path):
+    from helpers.exercises import ChoiceExercise
+    from helpers.exercises.static import exercise_data, exercise_html
+    letters = ChoiceExercise("Which?", {"a": "rows", "b": "columns"}, answer="a", hint="Rows.")
+    words = ChoiceExercise("Does it?", {"yes": "it does", "no": "it does not"}, answer="no", hint="No.")
+    parts = [exercise_html("printed", exercise_data(ex, name, withheld=False), "99_choice", with_script=k == 1)
+             for k, (ex, name) in enumerate([(letters, "letters"), (words, "words")])]
+    path = tmp_path / "choice.html"
+    path.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>" + "\n".join(parts)
+                    + "</body></html>", encoding="utf-8")
+    page, context, refused = open_offline(browser, path.as_uri())
+    try:
+        for ex, name in [(letters, "letters"), (words, "words")]:
+            labels = page.locator(f"[data-exercise='99_choice:{name}'] label:has(input[type=radio])")
+            shown = [" ".join(labels.nth(k).inner_text().split()) for k in range(labels.count())]
+            printed = [" ".join(line.split()) for line in capture_question(ex)[1:]]
+            assert shown == printed                           # "(a) rows", "yes: it does"
+        assert not refused
+    finally:
+        context.close()
+
+
+def capture_question(ex):
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        ex.question()
+    return out.getvalue().splitlines()
+
+
+def rounded_exercise():
+    """A numeric exercise whose right answer has many decimals, one named mistake (exercises built here)."""
+    from helpers.exercises import _NumericExercise
+    from helpers.exercises.feedback import EXACT_ATOL
+
+    class Scores(_NumericExercise):
+        def __init__(self):
+            self.expected = np.array([0.123456, 1.871234, -2.449012])
+            self.atol, self.shape_note, self.title = EXACT_ATOL, "three numbers", "the scores"
+            self.hint_text, self.solution_text, self.correct_note = "Look again.", "answer = ...", "Yes."
+            self._set_variants([("doubled", "Not doubled.", 2 * self.expected)])
+    return Scores()
+
+
+def test_an_answer_rounded_too_far_gets_the_kernels_own_text(browser, tmp_path):
+    from helpers.exercises.static import exercise_data, exercise_html
+    ex = rounded_exercise()
+    data = exercise_data(ex, "rounded", withheld=False)
+    path = tmp_path / "rounded.html"
+    path.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+                    + exercise_html("printed", data, "99_rounded", with_script=True) + "</body></html>", encoding="utf-8")
+    typed = [np.round(ex.expected, k) for k in (3, 2, 1, 0)] + [np.round(2 * ex.expected, 1),
+             np.round(ex.expected, 2) + [0.01, 0, 0], np.round(ex.expected[:2], 1), np.array([0.12, 1.87, -2.4])]
+    page, context, refused = open_offline(browser, path.as_uri())
+    try:
+        box = page.locator("[data-exercise='99_rounded:rounded']")
+        seen = set()
+        for value in typed:
+            kernel = ex.feedback(value)
+            want = kernel.text if kernel.correct or kernel.mistake in {"rounded", "doubled"} else NOT_YET_OF(data)
+            seen.add(kernel.mistake)
+            got = answered(box, str(value))
+            assert got == want, f"{value}: kernel {kernel.mistake!r}; page {got[:70]!r}"
+        assert {None, "rounded"} <= seen and len({ex.feedback(np.round(ex.expected, k)).text for k in (2, 1, 0)}) == 3
+        assert not refused
+    finally:
+        context.close()
+
+
+def NOT_YET_OF(data):
+    return "Not yet. Hint: " + data["hint"]
 
 
 def test_in_jupyterlab_a_check_shows_its_text_as_before(lab, page):
