@@ -12,6 +12,7 @@ explorer has its own test (test_static_real_model.py).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
 from pathlib import Path
@@ -83,27 +84,31 @@ def weights_shown(table, n_k):
     return np.array([[float(x) for x in row[:n_k]] for row in table])
 
 
+@contextlib.contextmanager
+def explorer_form(browser, site, name):
+    """The live static form of explorer ``name`` on its page, opened offline; no other host may be asked."""
+    page, context, refused = open_offline(browser, (site / f"{PAGES[name]}.html").as_uri())
+    try:
+        yield Form(page, name)
+        assert not refused, f"the page asked another host for {refused[:3]}"
+    finally:
+        context.close()
+
+
 def same(shown, expected, decimals):
     return np.array_equal(shown, np.round(np.asarray(expected, dtype=float), decimals)) or np.all(
         np.abs(shown - expected) <= 0.5 * 10.0 ** -decimals + 1e-12)
 
 
 def test_setup_check_moves(browser, site):
-    page, context, refused = open_offline(browser, (site / f"{PAGES['setup']}.html").as_uri())
-    try:
-        form = Form(page, "setup")
+    with explorer_form(browser, site, "setup") as form:
         for n in range(1, 9):
             form.slide("n", n - 1)
             assert f"{n} token{'s' if n > 1 else ''}: {n * n} dot product{'s' if n > 1 else ''}" in form.text()
-        assert not refused
-    finally:
-        context.close()
 
 
 def test_dk_explorer_moves(browser, site):
-    page, context, refused = open_offline(browser, (site / f"{PAGES['dk']}.html").as_uri())
-    try:
-        form = Form(page, "dk")
+    with explorer_form(browser, site, "dk") as form:
         for index, scaled in itertools.product((0, 5, 11, 19), (True, False)):
             form.slide("d_k", index)
             form.tick("scaled", scaled)
@@ -112,15 +117,10 @@ def test_dk_explorer_moves(browser, site):
             assert same(weights_shown(table, 6), state.weights, 3), (index, scaled)
             assert [row[6] for row in table] == [f"{e:.3f}" for e in state.entropy]
             assert f"standard deviation {state.score_std:.2f}" in form.text()
-        assert not refused
-    finally:
-        context.close()
 
 
 def test_mask_explorer_moves(browser, site):
-    page, context, refused = open_offline(browser, (site / f"{PAGES['mask']}.html").as_uri())
-    try:
-        form = Form(page, "mask")
+    with explorer_form(browser, site, "mask") as form:
         for causal, where, hidden in itertools.product((True, False), ("before", "after"),
                                                        ((), (1,), (0, 3), (0, 1, 2, 3))):
             form.tick("causal", causal)
@@ -131,15 +131,10 @@ def test_mask_explorer_moves(browser, site):
             assert same(weights_shown(table, 4), state.weights, 3), (causal, where, hidden)
             assert [row[4] for row in table] == [f"{s:.3f}" for s in state.row_sums]
             assert state.messages[0][:60] in form.text()
-        assert not refused
-    finally:
-        context.close()
 
 
 def test_heads_explorer_moves(browser, site):
-    page, context, refused = open_offline(browser, (site / f"{PAGES['heads']}.html").as_uri())
-    try:
-        form = Form(page, "heads")
+    with explorer_form(browser, site, "heads") as form:
         for num_heads in W.HEADS_CHOICES:
             form.press("num_heads", str(num_heads))
             state = W.heads_state(num_heads)
@@ -148,15 +143,10 @@ def test_heads_explorer_moves(browser, site):
             for h, table in enumerate(tables):
                 assert same(weights_shown(table, 4), state.weights[h], 2), (num_heads, h)
             assert ", ".join(f"{e:.2f}" for e in state.head_entropy) in form.text()
-        assert not refused
-    finally:
-        context.close()
 
 
 def test_tiling_explorer_moves_and_its_step_follows_the_block_size(browser, site):
-    page, context, refused = open_offline(browser, (site / f"{PAGES['tiling']}.html").as_uri())
-    try:
-        form = Form(page, "tiling")
+    with explorer_form(browser, site, "tiling") as form:
         for causal, block_size in itertools.product((False, True), (1, 2, 3, 4)):
             form.tick("causal", causal)
             form.slide("block_size", block_size - 1)
@@ -175,15 +165,10 @@ def test_tiling_explorer_moves_and_its_step_follows_the_block_size(browser, site
                     [num(x) for x in state.scores[q, start:stop]]
                     + [num(state.max_before[q]), num(state.max_after[q]), num(state.sum_before[q]),
                        num(state.sum_after[q])] for q in range(4)], (causal, block_size, step)
-        assert not refused
-    finally:
-        context.close()
 
 
 def test_window_explorer_moves(browser, site):
-    page, context, refused = open_offline(browser, (site / f"{PAGES['window']}.html").as_uri())
-    try:
-        form = Form(page, "window")
+    with explorer_form(browser, site, "window") as form:
         for window, layers in itertools.product((1, 4, 8), (1, 3, 6)):
             form.slide("window", window - 1)
             form.slide("layers", layers - 1)
@@ -192,9 +177,6 @@ def test_window_explorer_moves(browser, site):
             reached = [sum(cell == "\u25cf" for cell in row) for row in table]
             assert reached == [int(r) for r in state.reach.sum(axis=1)], (window, layers)
             assert state.messages[0] in form.text()
-        assert not refused
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
