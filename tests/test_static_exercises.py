@@ -183,7 +183,7 @@ def test_build_cells_show_their_text_with_a_marker_the_export_turns_into_a_make_
         page = cell.outputs[0].data["text/html"]
         printed, line = page.split("</pre>", 1)
         assert printed == '<pre class="course-exercise-printed">' + verdict.text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        assert "your own function cannot be run" in line and "make lab" in line and "workbook.py" in line
+        assert "no function can be run" in line and "make lab" in line and "workbook.py" in line
         assert "<script" not in page                             # no exercise on this page: no script
 
 
@@ -353,3 +353,19 @@ def test_a_student_editions_index_says_its_exercises_need_a_kernel(edition, tmp_
     assert "the exercises need one here" in text and "exercises answer" not in text and "make lab" in text
     page = (site / "07_limits.html").read_text(encoding="utf-8")
     assert page.count("data-needs-kernel") == len(stored_exercises(edition / "notebooks" / "07_limits.ipynb")) >= 2
+
+
+def test_a_mixed_editions_index_names_the_notebooks_whose_answers_stay_in_the_kernel():
+    # An edition that keeps one notebook's solutions (--keep) and withholds another's: both kinds of page.
+    tool = export_tool()
+    withheld = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("ex_score.check(answer)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "text/plain": "Not attempted yet.", static.MIME: {"name": "ex_score", "kind": "numeric",
+                                                         "needs_kernel": static.WITHHELD}})]
+    withheld.cells.append(cell)
+    kept = nbformat.read(NOTEBOOKS_DIR / "07_limits.ipynb", as_version=4)
+    text = tool.index_text(tool.page_facts({"01_river_bank": withheld, "07_limits": kept}))
+    assert "exercises answer what you type" in text
+    assert "the exercises of notebook 01 whose answers this edition keeps in the kernel" in text
+    assert "07" not in text.split("These need one", 1)[1]

@@ -20,7 +20,8 @@ Usage: python tools/export_html.py [SITE_FOLDER] [NOTEBOOK.ipynb ...]
 - SITE/index.html is the course map of helpers/course.py, linking the
   notebooks that exist and marking the others as coming; its text says what
   the exported pages answer and what needs a kernel, read from what they
-  store (``page_facts``: in a student edition no exercise answers). Each page links, at
+  store (``page_facts``: in a student edition an exercise whose solution is
+  withheld does not answer, and the index names the notebooks that hold one). Each page links, at
   its top and bottom, the previous and the next page of the map (by title)
   and the map itself; the links are relative, so SITE works from disk and
   from any static host (GitHub Pages: README.md).
@@ -151,14 +152,17 @@ def page_facts(notebooks):
     """What the exported pages hold, for the index: ``notebooks`` maps each page's stem to its notebook
     (nbformat, as stored). Returns a dict: "answerable" (stems with an exercise the page answers),
     "kernel_only" ({(name, why): stems} of exercises that need a kernel for a reason of their own, not
-    the edition's withheld answers), "builds" (stems with a build cell: your own function) and "typing"
-    (stems whose real-model explorer moves on the page but takes no new sentence)."""
-    facts = {"answerable": [], "kernel_only": {}, "builds": [], "typing": []}
+    the edition's withheld answers), "withheld" (stems with an exercise whose answer this edition keeps in
+    the kernel), "builds" (stems with a build cell: your own function) and "typing" (stems whose
+    real-model explorer moves on the page but takes no new sentence)."""
+    facts = {"answerable": [], "kernel_only": {}, "withheld": [], "builds": [], "typing": []}
     for stem, nb in notebooks.items():
         outputs = [out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", [])]
         exercises = [data[MIME] for data in outputs if MIME in data]
         if any("needs_kernel" not in ex for ex in exercises):
             facts["answerable"].append(stem)
+        if any(ex.get("needs_kernel") == WITHHELD for ex in exercises):
+            facts["withheld"].append(stem)
         for ex in exercises:
             if ex.get("needs_kernel") not in (None, WITHHELD):
                 facts["kernel_only"].setdefault((ex["name"], ex["needs_kernel"]), []).append(stem)
@@ -180,6 +184,8 @@ def index_text(facts):
         needs.append(f"typing a new sentence into the explorer of {_notebooks(facts['typing'])}")
     if facts["builds"]:
         needs.append(f"the build cells, which run your own functions from workbook.py ({_notebooks(facts['builds'])})")
+    if facts.get("withheld"):
+        needs.append(f"the exercises of {_notebooks(facts['withheld'])} whose answers this edition keeps in the kernel")
     for (name, why), stems in facts["kernel_only"].items():
         needs.append(f"the exercise {name} of {_notebooks(stems)}: {why.rstrip('.')}")
     text = (f"{INDEX_TEXT} The explorers move on these pages and the numeric and choice exercises answer what "

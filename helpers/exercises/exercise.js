@@ -6,7 +6,8 @@
 (function () {
   "use strict";
   var UNREADABLE = "I could not read that: type a number or a list like [0.1, 0.2].";
-  var THOUSANDS = /^\s*[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?\s*$/;   // 33,554,432: one number, with commas
+  var THOUSANDS = /^\s*[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?\s*$/;   // 33,554,432: one number, with commas
+  var DECIMAL_COMMA = /^\s*[+\u2212-]?\d+,\d+\s*$/;                 // -0,819: a decimal comma (one, no point)
   var NO_CHOICE = "Choose one of the options first.";
   var NUMBER = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf|infinity|nan)$/i;
 
@@ -140,7 +141,13 @@
   }
 
   function verdict(data, text) {             // the feedback on a typed answer
-    if (shape(tree(data.expected)).length === 0 && THOUSANDS.test(String(text))) {
+    var single = shape(tree(data.expected)).length === 0;
+    if (single && DECIMAL_COMMA.test(String(text))) {   // "-0,819": a decimal comma, when a point makes it an answer
+      var pointed = String(text).trim().replace(",", ".").replace("\u2212", "-");
+      var known = [data.correct].concat(data.mistakes.map(function (m) { return m.text; }));
+      if (known.indexOf(verdict(data, pointed)) >= 0) { return "Use a point for decimals: " + pointed + "."; }
+    }
+    if (single && THOUSANDS.test(String(text))) {
       return "Type the number without commas: " + String(text).replace(/[\s,]/g, "") + ".";
     }
     var answer = /^\s*(true|false)\s*$/i.test(String(text)) ? null : read(text);   // a lone True: not a number

@@ -61,8 +61,8 @@ MIME = "application/vnd.course.exercise+json"
 BUILD_MIME = "application/vnd.course.build+json"
 """The MIME type that marks a build cell's verdict (diagnose, run_with_your_attention, check_your_block):
 ``{"kind": "build", "piece": ...}``; the page says that your own function runs only in a kernel."""
-BUILD_LINE = ("On this page your own function cannot be run: it runs in a kernel, from workbook.py. "
-              "Open the course with <code>make lab</code> and run this cell.")
+BUILD_LINE = ("On this page no function can be run: a kernel stored this verdict. To check your own function "
+              "from workbook.py, open the course with <code>make lab</code> and run this cell.")
 
 DECIMALS = 9
 SIGNIFICANT = 12

@@ -145,7 +145,7 @@ def grid_data(explorer, controls):
 
 
 def _intro(text):
-    return (f"Sentence: \u201c{text}\u201d. This page stores every layer, head and token of it. To type a new "
+    return (f"This page stores every layer, head and token of the sentence \u201c{text}\u201d; to type a new "
             "sentence, open the course with make lab.")
 
 

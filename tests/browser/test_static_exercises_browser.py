@@ -160,7 +160,7 @@ def test_where_a_form_is_built_the_kernels_not_attempted_text_is_hidden_and_othe
         builds = page.locator("[data-build]")                  # the build cells: text, then the make-lab line
         assert builds.count() >= 3
         for k in range(builds.count()):
-            assert builds.nth(k).is_visible() and "your own function cannot be run" in builds.nth(k).inner_text()
+            assert builds.nth(k).is_visible() and "no function can be run" in builds.nth(k).inner_text()
             assert builds.nth(k).locator("xpath=preceding-sibling::pre[1]").is_visible()
         assert not refused
     finally:
@@ -218,6 +218,10 @@ READER_CASES = [
      [("33554432", "RIGHT count"), ("33,554,432", "Type the number without commas: 33554432."),
       ("16,777,216", "Type the number without commas: 16777216."), ("16777216", "HALF"),
       ("256,", NOT_YET), ("(256,)", NOT_YET), ("33 554 432", NOT_YET)]),
+    (numeric("entry", -0.819, 5e-4, [("unscaled", -1.2)]),   # a decimal comma: a point, when that makes an answer
+     [("-0,819", "Use a point for decimals: -0.819."), ("\u22120,819", "Use a point for decimals: -0.819."),
+      ("-1,2", "Use a point for decimals: -1.2."), ("0,500", NOT_YET),
+      ("-0.819", "RIGHT entry")]),
     (numeric("one", [256.0], 0.5),                        # "256," is a one-element list, as (256,) is
      [("256,", "RIGHT one"), ("(256,)", "RIGHT one"), ("[256]", "RIGHT one"), ("256", NOT_YET),
       ("1,024", NOT_YET)]),                               # commas in a list answer: a list of two numbers

@@ -71,7 +71,7 @@ def test_the_form_replaces_the_still_picture_and_shows_the_stored_sentence(opene
     form = page.locator(".course-explorer-static").filter(has=live)
     assert not form.locator(".course-explorer-still").is_visible()
     intro = live.locator(".explorer-intro").inner_text()
-    assert f"\u201c{stored_text(page)}\u201d" in intro and "To type a new sentence" in intro and "make lab" in intro
+    assert f"\u201c{stored_text(page)}\u201d" in intro and "to type a new sentence" in intro and "make lab" in intro
     assert live.get_attribute("data-state") == "[0,4,2]"       # the state the explorer was shown in
     assert not refused and not errors
 
