@@ -46,6 +46,10 @@ def ours():
 # The sample hand-ins (the instructors' guide's example uses the same script)
 # --------------------------------------------------------------------------
 
+#: carol's notebook time limit (s): her run must stop within 10 s of it.
+SLOW_LIMIT = 45
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Every hand-in of this module run once, side by side, each with its own time limits: the two samples,
@@ -68,7 +72,10 @@ def runs(tmp_path_factory):
     tempdir, tempfile.tempdir = tempfile.tempdir, str(private)
     before, temporary = [digest(f) for f in folders], ours()
     # carol's loop ignores the interrupt; her cell limit is longer than her notebook's, which must stop her
-    limits = {sample_folder: (120, 60), hostile_folder: (120, 5), slow_folder: (20, 120), odd_folder: (120, 60)}
+    # carol's notebook limit leaves her first cell (the pid) time to run on a loaded machine: all these hand-ins
+    # run at once on the machine's cores, and a kernel's start and the course's imports took over 20 s in CI.
+    limits = {sample_folder: (120, 60), hostile_folder: (120, 5), slow_folder: (SLOW_LIMIT, 120),
+              odd_folder: (120, 60)}
     jobs = [(h, *limits[f]) for f in folders for h in report.find_handins(f)]
     folder_of = [f for f in folders for _ in report.find_handins(f)]
 
@@ -254,7 +261,7 @@ def test_the_csv_repeats_each_hand_ins_problems_on_its_rows(hostile, tmp_path):
 
 def test_a_notebook_over_its_time_limit_is_stopped_with_its_kernel(runs):
     (carol, seconds), pid_file = runs["slow"]
-    assert "timed_out" in carol["problems"] and seconds < 20 + 10
+    assert "timed_out" in carol["problems"] and seconds < SLOW_LIMIT + 10
     pid = int(pid_file.read_text())
     for _ in range(50):                       # SIGKILL is sent; the process may take a moment to go
         try:
