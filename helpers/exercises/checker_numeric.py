@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from helpers.exercises import fitted
 from helpers.exercises.runner import (
     LOW_ATOL, LOW_PRECISION, LOW_RTOL, Diagnosis, call, failed, fmt_pair, fn_name, matches, mutation_words,
     not_attempted, parameter, raised_words, read_numbers, side_by_side, too_slow,
@@ -51,6 +52,8 @@ class Piece:
     hint: what to compare when no fault explains the output.
     notes: key -> (args, output) -> a sentence or None: said after that fault's text when the output of the
     first input that went wrong calls for it (a fault written two ways, each needing its own words).
+    families: faults with a parameter (fitted.Family), tried when no fixed fault explains the output; the
+    verdict names the learner's own value.
     """
 
     name: str
@@ -65,6 +68,7 @@ class Piece:
     optional: dict = field(default_factory=dict)
     pair: bool = False
     notes: dict = field(default_factory=dict)
+    families: tuple = ()
 
     def check(self, fn, time_limit):
         """Run ``fn`` on this piece's battery and return its Diagnosis (what diagnose calls)."""
@@ -215,5 +219,11 @@ def check(piece, fn, time_limit):
     if keys is not None:
         text = "\n".join(piece.faults[k][1] + _note(piece, k, first) for k in keys)
         return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}", first.case.name, piece.name)
+    found = fitted.explain(piece.families, runs, lambda run, family, value: _agrees(
+        run, family.predict(run.case.args, value), np.shape(piece.expected(run.case.args))))
+    if found is not None:
+        family, value = found
+        return Diagnosis(False, family.key, f"{family.words(value, first)}\n{where}{also}", first.case.name,
+                         piece.name)
     key, text = _unexplained(piece, first, name)
     return Diagnosis(False, key, f"{text}\n{where}{also}", first.case.name, piece.name)

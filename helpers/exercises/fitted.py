@@ -1,0 +1,163 @@
+"""Faults with a parameter: the checker fits it to the learner's output, then names the learner's own value.
+
+Many misconceptions are families whose members differ by a number or a
+choice: a scale (any constant, or the square root of another size of the
+inputs), an axis, a permutation of axes, a fill value in place of -inf, a
+shift of the positions, a base of the frequencies, a factor of a gradient.
+A catalogue of one fixed model per member misses every member nobody
+listed. A :class:`Family` instead reads candidate values off the learner's
+outputs (``fit``), computes the piece with a value (``model``), and a value
+explains the function when the model gives the function's output on every
+input of the battery; the verdict then names that value (``words``).
+
+Every checker uses :func:`explain`; the numeric fitter :func:`fit_scalar`
+and :func:`size_rules` (a number named by what it equals among the inputs'
+sizes: "sqrt(8) = sqrt(n_q), the number of queries") serve the families of
+every piece, so no checker writes its own.
+
+Used by the checker modules (checker_*.py); it imports nothing of the course.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One misconception with a parameter.
+
+    key: its fault key (one key per family, e.g. "constant_scale").
+    part: the part of the computation it gets wrong (a family is not combined with a fault of the same part).
+    fit: runs -> candidate values (hashable; a float, an axis, a :class:`SizeRule`, ...), read off the
+        outputs of the runs that went wrong. May return nothing.
+    model: (args, value) -> the output the piece gives with that value: an array, a list of arrays (ways
+        of writing it), or None where numpy refuses the computation.
+    words: (value, run) -> the sentence that names the value, for the first input that went wrong.
+    right: value -> True when that value is the right computation (it is then never named).
+    """
+
+    key: str
+    part: str
+    fit: Callable
+    model: Callable
+    words: Callable
+    right: Callable = staticmethod(lambda value: False)
+
+    def predict(self, args, value):
+        """The model's outputs as a list of float arrays, or None where the model (numpy) refuses."""
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                found = self.model(args, value)
+        except Exception:
+            return None
+        if found is None:
+            return None
+        return [np.asarray(f, dtype=float) for f in (found if isinstance(found, list) else [found])]
+
+
+def explain(families, runs, agrees):
+    """(family, value) of the first family whose fitted value explains every run, or None.
+
+    agrees(run, family, value) -> whether the function's result on that run is the family's with that value
+    (each checker says what agreeing means for its piece: the rows that count, a refused computation)."""
+    for family in families:
+        try:
+            values = list(dict.fromkeys(family.fit(runs) or ()))
+        except Exception:                 # a fit never turns a verdict into a crash
+            continue
+        for value in values:
+            try:
+                if family.right(value):
+                    continue
+                if all(agrees(run, family, value) for run in runs):
+                    return family, value
+            except Exception:
+                continue
+    return None
+
+
+def fit_scalar(outputs, target, lo, hi, log=True, rtol=1e-4, atol=1e-6):
+    """The parameter p in [lo, hi] with ``outputs(p)`` equal to ``target`` (to rtol, atol), or None.
+
+    outputs: an array of parameters (k,) -> their outputs stacked (k, *target.shape). A grid of 601 points
+    (geometric when ``log``), then two finer grids around its best point; the best p is returned only when its
+    output matches. For a parameter the output depends on smoothly and one to one near the answer (a scale of
+    the scores, a base of the frequencies, a factor)."""
+    target = np.asarray(target, dtype=float)
+    if not np.all(np.isfinite(target)):
+        return None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grid = np.geomspace(lo, hi, 601) if log else np.linspace(lo, hi, 601)
+        axes = tuple(range(1, target.ndim + 1))
+        for _ in range(3):                     # a grid, then two finer grids around its best point
+            err = np.nanmax(np.abs(outputs(grid) - target[None]), axis=axes) if target.ndim else np.abs(
+                outputs(grid) - target)
+            err = np.where(np.isfinite(err), err, np.inf)
+            best = int(np.argmin(err))
+            grid = np.linspace(grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)], 201)
+        err = np.abs(outputs(grid) - target[None]).reshape(grid.size, -1).max(axis=1)
+        err = np.where(np.isfinite(err), err, np.inf)
+        p = float(grid[int(np.argmin(err))])
+        found = np.asarray(outputs(np.array([p])))[0]
+    return p if np.allclose(found, target, rtol=rtol, atol=atol) else None
+
+
+@dataclass(frozen=True)
+class SizeRule:
+    """A number as a rule on the inputs' sizes: ``factor * sizes[name] ** power``; name None: the constant factor."""
+
+    name: str | None
+    power: float = 0.5
+    factor: float = 1.0
+
+    def value(self, sizes):
+        return self.factor if self.name is None else self.factor * float(sizes[self.name]) ** self.power
+
+    def formula(self, sizes=None):
+        """'sqrt(n_q)', 'sqrt(2 d_k)', 'd_k', '8' ... and, given sizes, ' = sqrt(8)' style: 'sqrt(n_q) = sqrt(8)'."""
+        if self.name is None:
+            return _number(self.factor)
+        if self.power == 0.5:
+            inside = self.name if self.factor == 1 else f"{_number(self.factor ** 2)} {self.name}"
+            text = f"sqrt({inside})"
+            if sizes is not None:
+                text += f" = sqrt({_number(self.factor ** 2 * sizes[self.name])})"
+        else:
+            text = self.name if self.factor == 1 else f"{_number(self.factor)} {self.name}"
+            if self.power != 1:
+                text += f"^{_number(self.power)}"
+            if sizes is not None:
+                text += f" = {_number(self.value(sizes))}"
+        return text
+
+
+def _number(x):
+    return str(int(round(x))) if abs(x - round(x)) < 1e-9 else f"{x:.4g}"
+
+
+RULE_FACTORS = {0.5: (1.0, np.sqrt(2.0), np.sqrt(0.5)), 1.0: (1.0, 2.0, 0.5)}
+"""The rules :func:`size_rules` tries: sqrt(size), sqrt(2 size), sqrt(size / 2); size, 2 size, size / 2."""
+
+
+def size_rules(value, sizes, rtol=1e-3):
+    """Every :class:`SizeRule` over ``sizes`` (name -> int) that equals ``value`` here, simplest first, then the
+    constant itself: the candidates a scale (or any size-like number) is named by. Across inputs of other
+    sizes only the rule the learner's code follows keeps explaining the output."""
+    found = []
+    for power, factors in RULE_FACTORS.items():
+        for factor in factors:
+            for name, size in sizes.items():
+                rule = SizeRule(name, power, float(factor))
+                if size > 0 and abs(rule.value(sizes) - value) <= rtol * abs(value):
+                    found.append(rule)
+    found.append(SizeRule(None, 1.0, float(value)))
+    return found
