@@ -125,6 +125,9 @@ def _softmax():
         Input("matrix", "a (3, 4) matrix of scores, one row per query", {"x": np.round(rng.normal(0, 1, (3, 4)), 1)}),
         Input("large scores", "large scores, x = [1000, 1001, 999] (exp(1000) overflows to inf)",
               {"x": np.array([1000.0, 1001.0, 999.0])}),
+        Input("rows far apart", "two rows of very different scale, x = [[0, 0], [1000, 1001]] (one maximum for "
+              "the whole array, 1001, makes exp(0 - 1001) = 0 in the first)",
+              {"x": np.array([[0.0, 0.0], [1000.0, 1001.0]])}),
         Input("-inf entries", "a (2, 3) matrix with -inf where a mask hid a key",
               {"x": np.array([[0.5, -inf, 1.0], [2.0, 1.0, -inf]])}),
         Input("all -inf row", "a (2, 3) matrix whose second row is -inf everywhere (a query with nothing to "
@@ -135,7 +138,13 @@ def _softmax():
     ]
     for shape, size in (((1, 1), 1.0), ((5, 7), 30.0), ((2, 1, 6), 300.0)):
         x = rng.normal(0, size, shape)
-        cases.append(Input(f"random {shape}", f"random scores of shape {shape} and size about {size:g}", {"x": x}))
+        words = f"random scores of shape {shape} and size about {size:g}"
+        if shape == (5, 7):                      # a random mask too, one query hidden everywhere: -inf of a 2nd size
+            x[rng.random(shape) < 0.3] = -inf
+            x[3] = -inf
+            x[np.arange(5) != 3, rng.integers(0, 7, 5)[np.arange(5) != 3]] = rng.normal(0, size, 4)
+            words += f", {int(np.isneginf(x).sum())} of them -inf (a random mask; row 3 hidden everywhere)"
+        cases.append(Input(f"random {shape}", words, {"x": x}))
     return tuple(cases)
 
 

@@ -1,0 +1,199 @@
+"""Issue 32 for softmax, softmax_backward, online_softmax_update and tiled_attention: faults with a parameter
+named with the learner's own value, the causes behind symptoms, no false alarm and no false pass.
+
+Each wrong function is written the way public code writes it (the report it comes from is named beside it).
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+from helpers.exercises import diagnose
+from helpers.exercises.battery import SOFTMAX
+from helpers.exercises.solutions import WORKED
+
+inf = np.inf
+
+
+# --------------------------------------------------------------------------
+# softmax: -inf replaced by a finite number inside (hyunwoongko/transformer #10)
+# --------------------------------------------------------------------------
+
+def softmax_fill(value):
+    def softmax(x, axis=-1):
+        x = np.where(np.isneginf(x), value, x)            # scores.masked_fill(mask == 0, value), inside the softmax
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / np.sum(e, axis=axis, keepdims=True)
+    return softmax
+
+
+def softmax_nan_to_num(x, axis=-1):
+    x = np.nan_to_num(x)                                  # -inf becomes -1.8e308
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_the_softmax_battery_hides_keys_in_slices_of_two_sizes():
+    hidden = {np.moveaxis(c.args["x"], c.args.get("axis", -1), -1).shape[-1] for c in SOFTMAX
+              if np.isneginf(c.args["x"]).all(axis=-1).any()}
+    mixed = {c.args["x"].shape for c in SOFTMAX
+             if (np.isneginf(c.args["x"]).any(axis=-1) & ~np.isneginf(c.args["x"]).all(axis=-1)).any()}
+    assert hidden == {3, 7} and len(mixed) >= 2
+
+
+@pytest.mark.parametrize("value", [-5.0, -7.5, 0.0])
+def test_a_small_fill_is_named_with_its_value_on_both_sizes(value):
+    verdict = diagnose(softmax_fill(value), piece="softmax")
+    assert verdict.mistake == "finite_fill", verdict.text
+    assert f"replaces -inf by {value:g} before the exp" in verdict.text
+    assert "1/3 = 0.333 each in a slice of 3, 1/7 = 0.143 each in a slice of 7" in verdict.text
+    assert "the contract says all zeros" in verdict.text
+
+
+@pytest.mark.parametrize("fn", [softmax_fill(-1e9), softmax_fill(-1e4), softmax_nan_to_num],
+                         ids=["-1e9", "-1e4", "nan_to_num"])
+def test_a_large_fill_is_named_as_a_large_negative_number_the_weights_cannot_tell(fn):
+    verdict = diagnose(fn, piece="softmax")
+    assert verdict.mistake == "finite_fill" and verdict.case == "all -inf row", verdict.text
+    assert "replaces -inf by a large negative number" in verdict.text and "cannot tell which" in verdict.text
+    assert "1/3 = 0.333 each" in verdict.text
+
+
+def test_the_fill_family_fits_one_value_across_sizes_not_a_member_per_input():
+    from helpers.exercises.checker_softmax import FILL
+    fn = softmax_fill(-5.0)
+    for case in SOFTMAX:
+        with np.errstate(all="ignore"):
+            want = fn(np.array(case.args["x"]), case.args.get("axis", -1))
+        np.testing.assert_allclose(FILL.predict(case.args, -5.0)[0], want, rtol=1e-12, atol=1e-300)
+    # -5 shows in the weights of the (2, 3) input and of the (5, 7) one: each reads -5 back
+    from helpers.exercises.checker_softmax import _fit_fill
+    from helpers.exercises.runner import Run
+    for name in ("-inf entries", "random (5, 7)"):
+        case = next(c for c in SOFTMAX if c.name == name)
+        out = fn(np.array(case.args["x"]))
+        assert -5.0 in _fit_fill([Run(case, out=out)]), name
+
+
+# --------------------------------------------------------------------------
+# softmax: the causes behind raised and nan_inf
+# --------------------------------------------------------------------------
+
+def softmax_sum_no_keepdims(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis)                       # raises on (3, 4); silently wrong on (2, 2)
+
+
+def softmax_neither_keepdims(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis))
+    return e / e.sum(axis=axis)
+
+
+def softmax_axis_1(x, axis=-1):
+    """An axis hard-coded to 1, as for a (n_q, n_k) matrix of scores: one row has no axis 1."""
+    m = np.max(x, axis=1, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(m), m, 0))
+    s = e.sum(axis=1, keepdims=True)
+    return e / np.where(s == 0, 1, s)
+
+
+def softmax_transposed(x, axis=-1):
+    return (np.exp(x).T / np.exp(x).sum(-1)).T
+
+
+@pytest.mark.parametrize("fn, words", [
+    (softmax_sum_no_keepdims, "Your sum along the axis drops that axis (no keepdims=True)"),
+    (softmax_neither_keepdims, "Your maximum and your sum along the axis drop that axis"),
+], ids=["sum", "max and sum"])
+def test_a_softmax_without_keepdims_is_no_keepdims_not_raised(fn, words):
+    verdict = diagnose(fn, piece="softmax")
+    assert verdict.mistake == "no_keepdims", verdict.text
+    assert words in verdict.text and "keepdims=True" in verdict.text
+    assert "It raised ValueError: operands could not be broadcast" in verdict.text    # the learner's own error
+
+
+def test_an_axis_hard_coded_to_1_is_axis_ignored_naming_the_axis():
+    verdict = diagnose(softmax_axis_1, piece="softmax")
+    assert verdict.mistake == "axis_ignored" and verdict.case == "one row", verdict.text
+    assert "it always sums along axis 1 (axis=1 written in)" in verdict.text
+    assert "AxisError" in verdict.text or "out of bounds" in verdict.text
+
+
+def test_nan_from_overflow_in_a_transposed_form_is_no_max_subtraction():
+    from helpers.exercises.checker_softmax import FAULTS, FIRST_ONLY
+    verdict = diagnose(softmax_transposed, piece="softmax")
+    assert verdict.mistake == "no_max_subtraction" and verdict.case == "large scores", verdict.text
+    assert FAULTS["no_max_subtraction"] in verdict.text and FIRST_ONLY in verdict.text
+
+
+def test_a_function_that_raises_its_own_error_everywhere_is_raised_not_a_model_that_numpy_refuses():
+    def fn(x, axis=-1):
+        raise RuntimeError("my bug")
+    assert diagnose(fn, piece="softmax").mistake == "raised"
+
+    def axis_error(x, axis=-1):                          # an AxisError of its own, on every input: not axis=1's
+        raise np.exceptions.AxisError("no such axis")
+    assert diagnose(axis_error, piece="softmax").mistake == "raised"
+
+
+# --------------------------------------------------------------------------
+# softmax: no false alarm, no false pass
+# --------------------------------------------------------------------------
+
+def softmax_ax(z, ax=-1):
+    m = np.max(z, axis=ax, keepdims=True)
+    e = np.exp(z - np.where(np.isfinite(m), m, 0))
+    s = e.sum(axis=ax, keepdims=True)
+    return e / np.where(s == 0, 1, s)
+
+
+def softmax_d(logits, d=-1, temperature=1.0):
+    return softmax_ax(np.asarray(logits) / temperature, d)
+
+
+def softmax_temperature_only(x, temperature=1.0):
+    return WORKED["softmax"](np.asarray(x) / temperature)
+
+
+@pytest.mark.parametrize("fn", [softmax_ax, softmax_d], ids=["ax", "d"])
+def test_an_axis_of_any_name_is_read_by_its_place_and_default(fn):
+    started = time.perf_counter()
+    verdict = diagnose(fn, piece="softmax")
+    assert verdict.correct and verdict.mistake is None, verdict.text
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_float_in_the_second_place_is_not_taken_for_the_axis():
+    verdict = diagnose(softmax_temperature_only, piece="softmax")
+    assert verdict.mistake == "no_axis_argument", verdict.text
+
+
+def softmax_one_max_unguarded(x, axis=-1):
+    e = np.exp(x - np.max(x))                             # one maximum for the whole array
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_one_max_guarded(x, axis=-1):
+    e = np.exp(x - x.max())
+    s = e.sum(axis=axis, keepdims=True)
+    return e / np.where(s == 0, 1, s)
+
+
+@pytest.mark.parametrize("fn, key", [(softmax_one_max_guarded, "max_over_everything"),
+                                     (softmax_one_max_unguarded, "max_over_everything+neg_inf_nan")],
+                         ids=["guarded", "unguarded"])
+def test_one_maximum_for_the_whole_array_no_longer_passes(fn, key):
+    verdict = diagnose(fn, piece="softmax")
+    assert verdict.mistake == key and verdict.case == "rows far apart", verdict.text
+    assert "one maximum for the whole array" in verdict.text
+    case = next(c for c in SOFTMAX if c.name == "rows far apart")
+    top = case.args["x"].max(axis=-1)
+    assert top.max() - top.min() > 745                   # exp of the gap underflows to 0
+
+
+def test_a_wrong_softmax_is_diagnosed_within_two_seconds():
+    for fn in (softmax_transposed, softmax_fill(-5.0), lambda x, axis=-1: WORKED["softmax"](x, axis) * 0.9):
+        started = time.perf_counter()
+        diagnose(fn, piece="softmax")
+        assert time.perf_counter() - started < 2.0
