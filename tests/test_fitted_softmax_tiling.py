@@ -197,3 +197,85 @@ def test_a_wrong_softmax_is_diagnosed_within_two_seconds():
         started = time.perf_counter()
         diagnose(fn, piece="softmax")
         assert time.perf_counter() - started < 2.0
+
+
+# --------------------------------------------------------------------------
+# softmax_backward: any wrong axis, any factor (issue 32: "softmax_backward doubled")
+# --------------------------------------------------------------------------
+
+def backward_scaled(factor):
+    def softmax_backward(weights, grad_weights):
+        return factor * weights * (grad_weights - np.sum(weights * grad_weights, axis=-1, keepdims=True))
+    return softmax_backward
+
+
+def backward_over_n(weights, grad_weights):
+    """The gradient averaged over the keys: divided by n, a size, not a constant."""
+    n = weights.shape[-1]
+    return weights * (grad_weights - (weights * grad_weights).sum(-1, keepdims=True)) / n
+
+
+def backward_axis(axis):
+    def softmax_backward(w, g):
+        return w * (g - np.sum(w * g, axis=axis, keepdims=True))
+    return softmax_backward
+
+
+def _battery_sizes():
+    from helpers.exercises.battery import SOFTMAX_BACKWARD
+    return {c.args["weights"].shape for c in SOFTMAX_BACKWARD}
+
+
+@pytest.mark.parametrize("factor, words", [(2.0, "2 times the right one (doubled)"),
+                                           (0.5, "half the right one (divided by 2)"),
+                                           (3.0, "3 times the right one"), (-2.0, "-2 times the right one")])
+def test_a_scaled_gradient_is_named_with_its_factor(factor, words):
+    from helpers.exercises.checker_backward import FAULTS
+    verdict = diagnose(backward_scaled(factor), piece="softmax_backward")
+    assert verdict.mistake == "gradient_scaled", verdict.text
+    assert words in verdict.text and FAULTS["gradient_scaled"][1] in verdict.text
+    assert len(_battery_sizes()) >= 2                    # one factor fits every size of the battery
+
+
+def test_a_gradient_divided_by_the_number_of_keys_is_named_by_that_size():
+    verdict = diagnose(backward_over_n, piece="softmax_backward")
+    assert verdict.mistake == "gradient_scaled", verdict.text
+    assert "divided by n = 3, the number of keys" in verdict.text      # the first input: one row of 3
+
+
+def test_a_negated_gradient_stays_sign_flipped():
+    assert diagnose(backward_scaled(-1.0), piece="softmax_backward").mistake == "sign_flipped"
+
+
+@pytest.mark.parametrize("axis, words", [
+    (0, "Your sum runs along axis 0 (np.sum(w * g, axis=0, keepdims=True)), not the last one: on weights of shape "
+        "(3, 4) that is down the columns, across queries"),
+    (-2, "along axis -2"), (1, "along axis 1"),
+    (-3, "along axis -3"),
+])
+def test_a_wrong_axis_is_named_whatever_the_axis(axis, words):
+    from helpers.exercises.checker_backward import FAULTS
+    verdict = diagnose(backward_axis(axis), piece="softmax_backward")
+    assert verdict.mistake == "wrong_axis", verdict.text
+    assert words in verdict.text and FAULTS["wrong_axis"][1] in verdict.text
+
+
+def test_axis_1_is_named_where_it_is_wrong_and_refused_on_one_row():
+    verdict = diagnose(backward_axis(1), piece="softmax_backward")
+    assert verdict.case == "one row" and "weights of shape (3,) have no axis 1" in verdict.text, verdict.text
+
+
+def test_the_backward_families_fit_across_sizes_and_stay_fast():
+    from helpers.exercises.checker_backward import FAMILIES, _factor
+    from helpers.exercises.battery import SOFTMAX_BACKWARD
+    from helpers.exercises.fitted import SizeRule
+    scaled = FAMILIES[1]
+    value = ("divided", SizeRule("n", 1.0, 1.0))
+    for case in SOFTMAX_BACKWARD:                         # rows of 1, 3, 4, 6 and 7 keys: divided by each one's n
+        want = backward_over_n(case.args["weights"], case.args["grad_weights"])
+        np.testing.assert_allclose(scaled.predict(case.args, value)[0], want, rtol=1e-12, atol=1e-15)
+        assert _factor(value, case.args) == 1 / case.args["weights"].shape[-1]
+    for fn in (WORKED["softmax_backward"], backward_scaled(2.0), backward_axis(1), backward_over_n):
+        started = time.perf_counter()
+        diagnose(fn, piece="softmax_backward")
+        assert time.perf_counter() - started < (1.0 if fn is WORKED["softmax_backward"] else 2.0)
