@@ -405,8 +405,8 @@ def odd(piece, kind):
             time.sleep(1.0)
         if kind == "print":
             print("working on it")
-        if kind == "mutate":
-            args[0][...] = 0 if piece != "causal_mask" else args[0]
+        if kind == "mutate":               # (the online step may update its running values: its scores, then)
+            args[3 if piece == "online_softmax_update" else 0][...] = 0 if piece != "causal_mask" else args[0]
             return right(*args, **kwargs)
         return right(*args, **kwargs)
     return fn

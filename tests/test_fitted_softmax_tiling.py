@@ -279,3 +279,91 @@ def test_the_backward_families_fit_across_sizes_and_stay_fast():
         started = time.perf_counter()
         diagnose(fn, piece="softmax_backward")
         assert time.perf_counter() - started < (1.0 if fn is WORKED["softmax_backward"] else 2.0)
+
+
+# --------------------------------------------------------------------------
+# online_softmax_update: in place, FlashAttention 1's accumulator, the block's own maximum
+# --------------------------------------------------------------------------
+
+def step_in_place(running_max, running_sum, acc, scores, V_block):
+    """FlashAttention's kernels' style: the running values updated in place and returned."""
+    new = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new), 0.0, new)
+    factor, p = np.exp(running_max - shift), np.exp(scores - shift[..., None])
+    running_sum *= factor
+    running_sum += p.sum(axis=-1)
+    acc *= factor[..., None]
+    acc += p @ V_block
+    running_max[...] = new
+    return running_max, running_sum, acc
+
+
+def step_scores_in_place(running_max, running_sum, acc, scores, V_block):
+    new = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new), 0.0, new)
+    scores -= shift[..., None]                          # the caller's scores changed
+    np.exp(scores, out=scores)
+    factor = np.exp(running_max - shift)
+    return new, factor * running_sum + scores.sum(axis=-1), factor[..., None] * acc + scores @ V_block
+
+
+def step_flash1(running_max, running_sum, acc, scores, V_block):
+    new = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new), 0.0, new)
+    factor, p = np.exp(running_max - shift), np.exp(scores - shift[..., None])
+    total = factor * running_sum + p.sum(axis=-1)
+    out = ((running_sum * factor)[..., None] * acc + p @ V_block) / np.where(total == 0, 1, total)[..., None]
+    return new, total, out
+
+
+def test_the_stub_says_what_may_change_in_place_and_that_acc_stays_unnormalised():
+    from helpers.exercises.checker_tiling import IN_PLACE, UNNORMALISED
+    from helpers.exercises.solutions import STUBS
+    doc = " ".join(STUBS["online_softmax_update"][1].split())
+    assert IN_PLACE in doc and UNNORMALISED in doc
+
+
+def test_a_step_that_updates_its_running_values_in_place_is_right_and_told_it_may():
+    from helpers.exercises.checker_tiling import IN_PLACE
+    verdict = diagnose(step_in_place, piece="online_softmax_update")
+    assert verdict.correct, verdict.text
+    assert "It updates running_max, running_sum, acc in place and returns them, which the step may do" in verdict.text
+    assert IN_PLACE in verdict.text
+
+
+def test_a_step_that_changes_its_scores_in_place_is_mutates_inputs_quoting_the_stub():
+    from helpers.exercises.checker_tiling import IN_PLACE
+    verdict = diagnose(step_scores_in_place, piece="online_softmax_update")
+    assert verdict.mistake == "mutates_inputs" and "scores in place" in verdict.text, verdict.text
+    assert f'The docstring of online_softmax_update says: "{IN_PLACE}"' in verdict.text
+
+
+def test_flashattention_1s_normalised_accumulator_is_told_which_sentence_it_broke():
+    from helpers.exercises.checker_tiling import UNNORMALISED
+    verdict = diagnose(step_flash1, piece="online_softmax_update")
+    assert verdict.mistake == "normalised_per_block", verdict.text
+    assert f'The docstring of online_softmax_update says: "{UNNORMALISED}"' in verdict.text
+
+
+def test_the_step_and_tiled_batteries_hold_rows_of_very_different_scale():
+    from helpers.exercises.battery import ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
+    def gap(scores):
+        top = np.max(scores, axis=-1)
+        return float(top.max() - top.min())
+    assert any(gap(c.args["scores"]) > 745 for c in ONLINE_SOFTMAX_UPDATE)
+    assert any(gap(c.args["Q"] @ np.swapaxes(c.args["K"], -1, -2) / np.sqrt(c.args["K"].shape[-1])) > 745
+               for c in TILED_ATTENTION)
+
+
+def step_own_block_max(running_max, running_sum, acc, scores, V_block):
+    """P = exp(S - rowmax(S)) of the block, added without exp(rowmax(S) - m_new) (PaddleJitLab/CUDATutorial #69)."""
+    block_max = np.max(scores, axis=-1, keepdims=True)
+    p = np.exp(scores - np.where(np.isfinite(block_max), block_max, 0.0))
+    new = np.maximum(running_max, block_max[..., 0])
+    alpha = np.exp(running_max - np.where(np.isfinite(new), new, 0.0))
+    return new, alpha * running_sum + p.sum(-1), alpha[..., None] * acc + np.einsum("...qb,...bd->...qd", p, V_block)
+
+
+def test_a_step_against_the_blocks_own_maximum_is_named_where_the_max_stays():
+    verdict = diagnose(step_own_block_max, piece="online_softmax_update")
+    assert verdict.mistake == "block_not_rescaled" and verdict.case == "max stays", verdict.text
