@@ -59,7 +59,9 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     -------
     (running_max, running_sum, acc), the updated three, new arrays of the
     same shapes. A row whose scores are all -inf so far keeps m = -inf,
-    l = 0 and acc = 0 (no NaN).
+    l = 0 and acc = 0 (no NaN). A block of no keys (scores (..., n_q, 0),
+    V_block (..., 0, d_v)) changes nothing: the three come back unchanged
+    (as new arrays).
 
     This is the inner step of :func:`tiled_attention`. It checks only that
     the five are arrays of numbers whose shapes fit together (a ValueError
@@ -84,6 +86,8 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
         if arr.shape != want:
             raise ValueError(f"{name} must have shape {want}, one entry per query row of scores {scores.shape} "
                              f"(acc: times d_v of V_block {V_block.shape}); got shape {arr.shape}")
+    if scores.shape[-1] == 0:                               # no keys in this block: nothing to fold in
+        return running_max.copy(), running_sum.copy(), acc.copy()
     new_max = np.maximum(running_max, scores.max(axis=-1))
     shift = np.where(np.isneginf(new_max), 0.0, new_max)   # a row with nothing seen yet: exp(-inf - 0) = 0
     rescale = np.exp(running_max - shift)                  # exp(m - m'), 1 when the maximum stayed
@@ -216,7 +220,8 @@ def sliding_window_attention(Q, K, V, block_size, window, scale=None):
     block_size, window : positive whole numbers; scale : None (1/sqrt(d_k)) or a positive number.
 
     Returns the output (..., n, d_v). Raises ValueError as tiled_attention
-    does, and naming K when n_k is not n_q.
+    does (a block of scores that overflows float64 to inf too: Q = K = 1e160,
+    or scale=1e308), and naming K when n_k is not n_q.
     """
     b = positive_whole(block_size, "block_size", "a positive whole number (keys per block)")
     Q, K, V, batch = checked_qkv(Q, K, V)
@@ -227,11 +232,14 @@ def sliding_window_attention(Q, K, V, block_size, window, scale=None):
     Q, K, V = (np.broadcast_to(x, batch + x.shape[-2:]) for x in (Q, K, V))
     output = np.empty(batch + (n, d_v))
     for q0, pairs in itertools.groupby(window_blocks(n, b, window), key=lambda pair: pair[0]):
-        Q_block = Q[..., q0:q0 + b, :] * scale
+        with np.errstate(over="ignore", invalid="ignore"):      # an inf here makes the scores inf: refused below
+            Q_block = Q[..., q0:q0 + b, :] * scale
         shape = Q_block.shape[:-1]
         m, l, acc = np.full(shape, -np.inf), np.zeros(shape), np.zeros(shape + (d_v,))
         for _, k0 in pairs:                                   # only the key blocks the window reaches
-            s = Q_block @ np.swapaxes(K[..., k0:k0 + b, :], -1, -2)
+            with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+                s = Q_block @ np.swapaxes(K[..., k0:k0 + b, :], -1, -2)
+            refuse_overflow(s, Q, K, scale, where="")          # past float64: refused by name, as tiled_attention
             back = np.arange(q0, q0 + s.shape[-2])[:, None] - np.arange(k0, k0 + s.shape[-1])[None, :]  # i - j
             s = np.where((back >= 0) & (back < window), s, -np.inf)
             m, l, acc = online_softmax_update(m, l, acc, s, V[..., k0:k0 + b, :])

@@ -127,8 +127,14 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     scores: (..., n_q, b), this block's scaled scores (-inf for a hidden key);
     V_block: (..., b, d_v), its values.
     Returns (new_max, new_sum, new_acc), the same shapes. When the max rises
-    from m to m', multiply the old sum and acc by exp(m - m'). Keep acc
-    unnormalised; a row that is -inf everywhere so far stays (-inf, 0, 0).
+    from m to m', multiply the old sum and acc by exp(m - m'), and take this
+    block's exp(s - m') against the new max. Keep acc unnormalised: the sum of
+    exp(score - new_max) * value, not divided by the running sum (FlashAttention 1
+    keeps it divided; here tiled_attention divides once, after the last block).
+    A row that is -inf everywhere so far stays (-inf, 0, 0).
+    You may update running_max, running_sum and acc in place and return them, as
+    FlashAttention's kernels do; change neither scores nor V_block (V_block is
+    often a slice of the caller's V).
     Check it: diagnose(workbook.online_softmax_update, piece="online_softmax_update").
     """
     raise NotImplementedError("online_softmax_update: not written yet")

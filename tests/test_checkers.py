@@ -92,6 +92,26 @@ def exp_only(x, axis=-1):
     return np.exp(x - np.max(x, axis=axis, keepdims=True))
 
 
+def softmax_fill(x, axis=-1):
+    """-inf replaced by -1e9 inside (hyunwoongko/transformer #10): a slice hidden everywhere gets 1/n each."""
+    x = np.where(np.isinf(x), -1e9, x)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_one_max(x, axis=-1):
+    """One maximum for the whole array: a row far below it underflows to 0 / 0 (guarded here: zeros)."""
+    e = np.exp(x - np.max(x))
+    total = np.sum(e, axis=axis, keepdims=True)
+    return e / np.where(total == 0, 1, total)
+
+
+def softmax_no_keepdims(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(m), m, 0))
+    return e / np.maximum(np.sum(e, axis=axis), 1e-300)          # right on one row; raises on most matrices
+
+
 def no_axis(x):
     return WORKED["softmax"](x)
 
@@ -99,7 +119,8 @@ def no_axis(x):
 SOFTMAX_NAMED = [
     (naive_softmax, "no_max_subtraction+neg_inf_nan"), (naive_guarded, "no_max_subtraction"),
     (textbook_softmax, "neg_inf_nan"), (softmax_axis0, "wrong_axis"), (softmax_everything, "softmax_over_everything"),
-    (softmax_last_always, "axis_ignored"), (exp_only, "neg_inf_nan+exp_not_normalised"), (no_axis, "no_axis_argument"),
+    (softmax_last_always, "axis_ignored"), (exp_only, "neg_inf_nan+exp_not_normalised"), (softmax_fill, "finite_fill"),
+    (softmax_one_max, "max_over_everything"), (softmax_no_keepdims, "no_keepdims"), (no_axis, "no_axis_argument"),
 ]
 
 
@@ -287,8 +308,12 @@ def test_the_float16_tolerance_is_far_looser_than_float16_and_far_tighter_than_a
     for fn, _ in SOFTMAX_NAMED[:-1]:
         far = False
         for case in SOFTMAX:
-            with np.errstate(all="ignore"):
-                got = np.asarray(fn(np.array(case.args["x"]), case.args.get("axis", -1)), dtype=float)
+            try:
+                with np.errstate(all="ignore"):
+                    got = np.asarray(fn(np.array(case.args["x"]), case.args.get("axis", -1)), dtype=float)
+            except ValueError:                    # numpy refuses it (no keepdims): far from any answer
+                far = True
+                break
             want = softmax(case.args["x"], axis=case.args.get("axis", -1))
             if got.shape != want.shape or not np.allclose(got, want, rtol=LOW_RTOL, atol=LOW_ATOL, equal_nan=False):
                 far = True
@@ -380,8 +405,8 @@ def odd(piece, kind):
             time.sleep(1.0)
         if kind == "print":
             print("working on it")
-        if kind == "mutate":
-            args[0][...] = 0 if piece != "causal_mask" else args[0]
+        if kind == "mutate":               # (the online step may update its running values: its scores, then)
+            args[3 if piece == "online_softmax_update" else 0][...] = 0 if piece != "causal_mask" else args[0]
             return right(*args, **kwargs)
         return right(*args, **kwargs)
     return fn

@@ -367,6 +367,10 @@ def backward_unweighted_sum(weights, grad_weights):
     return weights * (grad_weights - grad_weights.sum(axis=-1, keepdims=True))
 
 
+def backward_doubled(weights, grad_weights):
+    return 2 * weights * (grad_weights - np.sum(weights * grad_weights, axis=-1, keepdims=True))
+
+
 NAMED = [
     ("split_heads", split_reshape_only, "reshape_without_transpose"), ("split_heads", split_no_swap, "heads_last"),
     ("split_heads", split_interleaved, "interleaved"), ("split_heads", split_fixed_axes, "batch_transpose"),
@@ -396,6 +400,7 @@ NAMED = [
     ("softmax_backward", backward_no_leading_w, "leading_weights_missing"),
     ("softmax_backward", backward_g_minus_w_times_g, "leading_weights_missing"),
     ("softmax_backward", backward_unweighted_sum, "unweighted_mean"),
+    ("softmax_backward", backward_doubled, "gradient_scaled"),
     ("multi_head_attention", mha_loop_whole_mask, "head_axis"),
     ("positional_encoding", pe_arguments_swapped, "arguments_swapped"),
 ]

@@ -315,3 +315,33 @@ def test_window_blocks_grow_with_n_times_the_window():
     assert len(window_blocks(4096, 256, 4096)) == 16 * 17 // 2          # the window covers everything: causal
     with pytest.raises(ValueError, match="window"):
         window_blocks(8, 2, 0)
+
+
+# ---------------------------------------------------------------- issue 32, section 5
+
+def test_an_empty_block_of_keys_leaves_the_running_values_unchanged():
+    # After one block of 2 keys, a block of none (scores (2, 0), V_block (0, 3)) folds nothing in.
+    start = (np.full(2, -np.inf), np.zeros(2), np.zeros((2, 3)))
+    totals = online_softmax_update(*start, np.array([[1.0, 2.0], [0.5, -np.inf]]), np.arange(6.0).reshape(2, 3))
+    after = online_softmax_update(*totals, np.zeros((2, 0)), np.zeros((0, 3)))
+    for got, before in zip(after, totals):
+        np.testing.assert_array_equal(got, before)
+        assert got is not before                      # new arrays, as for any other block
+    m, l, acc = online_softmax_update(*start, np.zeros((2, 0)), np.zeros((0, 3)))   # before any key: still empty
+    assert np.all(np.isneginf(m)) and not l.any() and not acc.any()
+
+
+@pytest.mark.parametrize("kwargs", [dict(Q=np.full((6, 4), 1e160), K=np.full((6, 4), 1e160)),
+                                    dict(Q=np.ones((6, 4)), K=np.ones((6, 4)), scale=1e308)],
+                         ids=["Q = K = 1e160", "scale=1e308"])
+def test_sliding_window_attention_refuses_scores_past_float64_by_name_as_tiled_attention_does(kwargs):
+    import warnings
+    from helpers.tiling import sliding_window_attention
+    args = dict(V=np.ones((6, 3)), block_size=2, **kwargs)
+    with pytest.raises(ValueError, match="overflowed to inf") as tiled:
+        tiled_attention(**args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                # no numpy warning on the way: only the ValueError
+        with pytest.raises(ValueError, match="the scores Q @ K\\^T \\* scale overflowed to inf") as sliding:
+            sliding_window_attention(**args, window=3)
+    assert str(sliding.value) == str(tiled.value)

@@ -125,6 +125,9 @@ def _softmax():
         Input("matrix", "a (3, 4) matrix of scores, one row per query", {"x": np.round(rng.normal(0, 1, (3, 4)), 1)}),
         Input("large scores", "large scores, x = [1000, 1001, 999] (exp(1000) overflows to inf)",
               {"x": np.array([1000.0, 1001.0, 999.0])}),
+        Input("rows far apart", "two rows of very different scale, x = [[0, 0], [1000, 1001]] (one maximum for "
+              "the whole array, 1001, makes exp(0 - 1001) = 0 in the first)",
+              {"x": np.array([[0.0, 0.0], [1000.0, 1001.0]])}),
         Input("-inf entries", "a (2, 3) matrix with -inf where a mask hid a key",
               {"x": np.array([[0.5, -inf, 1.0], [2.0, 1.0, -inf]])}),
         Input("all -inf row", "a (2, 3) matrix whose second row is -inf everywhere (a query with nothing to "
@@ -135,7 +138,13 @@ def _softmax():
     ]
     for shape, size in (((1, 1), 1.0), ((5, 7), 30.0), ((2, 1, 6), 300.0)):
         x = rng.normal(0, size, shape)
-        cases.append(Input(f"random {shape}", f"random scores of shape {shape} and size about {size:g}", {"x": x}))
+        words = f"random scores of shape {shape} and size about {size:g}"
+        if shape == (5, 7):                      # a random mask too, one query hidden everywhere: -inf of a 2nd size
+            x[rng.random(shape) < 0.3] = -inf
+            x[3] = -inf
+            x[np.arange(5) != 3, rng.integers(0, 7, 5)[np.arange(5) != 3]] = rng.normal(0, size, 4)
+            words += f", {int(np.isneginf(x).sum())} of them -inf (a random mask; row 3 hidden everywhere)"
+        cases.append(Input(f"random {shape}", words, {"x": x}))
     return tuple(cases)
 
 
@@ -218,6 +227,11 @@ def _online_step():
         _step("large scores", "large scores, about 1000 (exp(1000) overflows to inf): scores (2, 3), V_block (3, 2)",
               np.array([[990.0, 1000.0, 995.5], [1001.5, 998.0, 997.0]]),
               np.array([[1002.5, 999.0, 1001.0], [996.0, 1003.0, 1000.5]]), draw(3, 2), draw(3, 2)),
+        _step("rows far apart", "rows of very different scale: scores near 0 for query 0 and near 1000 for query 1 "
+              "(one maximum for the whole block makes exp(s - m) = 0 in the first): scores (2, 3), V_block (3, 2)",
+              np.array([[0.5, -0.5, 0.0], [1000.0, 999.0, 1001.0]]), np.array([[1.0, 0.0, -1.0],
+                                                                            [1002.0, 998.0, 1000.5]]),
+              draw(3, 2), draw(3, 2)),
         _step("-inf entries", "a block with -inf where a mask hid a key: scores (2, 3), V_block (3, 2)",
               np.array([[0.5, 1.0, 0.0], [1.0, -1.0, 0.5]]), np.array([[2.0, -inf, 1.0], [-inf, 0.5, 3.0]]),
               draw(3, 2), draw(3, 2)),
@@ -294,12 +308,14 @@ def _kv_step():
 
 
 ONLINE_SOFTMAX_UPDATE = _online_step()
-"""The inputs of the online_softmax_update checker (running_max, running_sum, acc, scores, V_block): 11 steps,
+"""The inputs of the online_softmax_update checker (running_max, running_sum, acc, scores, V_block): 12 steps,
 the first block, a block that raises the running max and one that does not, blocks of one key and of one
-query, scores near 1000, -inf for hidden keys, a batch, random sizes, and a query with nothing to attend to."""
+query, scores near 1000, rows of very different scale (near 0 and near 1000), -inf for hidden keys, a batch,
+random sizes, and a query with nothing to attend to."""
 TILED_ATTENTION = _tiled()
 """The inputs of the tiled_attention checker (Q, K, V, block_size): 9 inputs, n a multiple of block_size and
-not, block_size 1 and larger than n, n = 1, more keys than queries, scores up to 870 (exp overflows past 709),
+not, block_size 1 and larger than n, n = 1, more keys than queries, scores up to 870 (exp overflows past 709;
+rows of very different scale too: one query's scores near 850, another's below 3),
 a batch of 2 and random (9, 16) queries and keys."""
 KV_CACHE_STEP = _kv_step()
 """The inputs of the kv_cache_step checker (cache_keys (t, d_k), cache_values (t, d_v), q, k (d_k,), v (d_v,)):

@@ -58,6 +58,16 @@ FAULTS = {
                             "output = acc / running_sum[..., None]. (FlashAttention 1 keeps it normalised instead: "
                             "it weights the old output by its old sum at each block and does not divide again at "
                             "the end.)",
+    "block_not_rescaled": "Your block's terms are measured against the block's own maximum and never brought to "
+                          "the new running max: exp(s - max(s)) is added to totals measured against m' = max(m, "
+                          "max(s)). When the block's maximum is below the running max, multiply its sum and its "
+                          "exp(...) @ V_block by exp(max(s) - m') too, or simply take exp(s - m') with the new "
+                          "max (Dao et al. 2022, Algorithm 1, multiplies by exp(m~ - m_new) for this).",
+    "max_over_everything": "You take one maximum for the whole block of scores (scores.max() with no axis), not "
+                           "each query row's own: the running max must have one entry per query. A row far below "
+                           "the largest score (here rows near 0 beside rows near 1000) then gets exp(s - m) = 0 "
+                           "everywhere, and 0 / 0 is NaN at the end. Take the maximum along the keys: "
+                           "scores.max(axis=-1).",
     "neg_inf_nan": "Your step gives NaN for a query whose scores are all -inf so far (every key hidden): its "
                    "running max is -inf, and -inf - (-inf) is NaN. Subtract 0 there instead "
                    "(np.where(np.isneginf(new_max), 0.0, new_max)), so that row keeps max -inf, sum 0, acc 0.",
@@ -80,9 +90,10 @@ FAULTS = {
 }
 """Every mistake these checkers can name, with what it tells the learner."""
 
-STEP_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "neg_inf_nan")
+STEP_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "neg_inf_nan",
+             "block_not_rescaled", "max_over_everything")
 TILED_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "last_block_dropped",
-              "no_scaling", "no_max_subtraction", "batch_transpose")
+              "no_scaling", "no_max_subtraction", "batch_transpose", "block_not_rescaled", "max_over_everything")
 KV_KEYS = ("new_token_not_attended", "keys_values_swapped", "no_scaling", "no_max_subtraction")
 """The mistakes each piece's checker looks for, in the order it tries them."""
 
@@ -115,13 +126,17 @@ def _update(m, l, acc, s, V, faults, form):
     """One online-softmax step with ``faults`` (a set of keys) done the way ``form`` says."""
     with np.errstate(all="ignore"):
         kept = "old_max_kept" in faults
+        top = (np.broadcast_to(s.max(), s.shape[:-1]) if s.size else s.max(axis=-1)) \
+            if "max_over_everything" in faults else s.max(axis=-1)        # scores.max(): one for the whole block
         if kept:
-            new = m if form.get("kept") == "literal" else np.where(np.isneginf(m), s.max(axis=-1), m)
+            new = m if form.get("kept") == "literal" else np.where(np.isneginf(m), top, m)
         else:
-            new = np.maximum(m, s.max(axis=-1))
+            new = np.maximum(m, top)
         guarded = "neg_inf_nan" not in faults and not (kept and form.get("kept") == "literal")
         shift = np.where(np.isneginf(new), 0.0, new) if guarded else new
         rescale = np.ones(np.shape(new)) if kept else np.exp(m - shift)
+        if "block_not_rescaled" in faults:                  # exp(s - the block's own max), never brought to m'
+            shift = np.where(np.isneginf(top), 0.0, top) if guarded else top
         p = np.exp(s - shift[..., None])
         l_new = (l if "sum_not_rescaled" in faults else rescale * l) + p.sum(axis=-1)
         old = acc if "acc_not_rescaled" in faults else rescale[..., None] * acc
@@ -428,10 +443,45 @@ def _shown_step(run):
     return "Where yours differs from the expected step:\n" + "\n".join(lines)
 
 
+STEP_STATE = ("running_max", "running_sum", "acc")
+"""The running values the step may update in place and return (as FlashAttention's kernels do)."""
+IN_PLACE = ("You may update running_max, running_sum and acc in place and return them, as FlashAttention's "
+            "kernels do; change neither scores nor V_block (V_block is often a slice of the caller's V).")
+UNNORMALISED = ("Keep acc unnormalised: the sum of exp(score - new_max) * value, not divided by the running sum "
+                "(FlashAttention 1 keeps it divided; here tiled_attention divides once, after the last block).")
+"""Sentences of the stub's docstring (solutions.STUBS) the step's verdicts quote: what may change in place, and
+the contract FlashAttention 1's normalised accumulator breaks."""
+
+
+def _quoted(sentence):
+    return f'The docstring of online_softmax_update says: "{sentence}"'
+
+
 def check_online_step(fn, time_limit):
-    """Run ``fn(running_max, running_sum, acc, scores, V_block)`` on its battery and return its Diagnosis."""
+    """Run ``fn(running_max, running_sum, acc, scores, V_block)`` on its battery and return its Diagnosis.
+
+    Updating running_max, running_sum and acc in place is allowed (:data:`IN_PLACE`); changing scores or
+    V_block is ``mutates_inputs``, and the verdict quotes the stub's sentence. ``normalised_per_block`` quotes
+    :data:`UNNORMALISED`."""
     runs = _run_all(fn, ONLINE_SOFTMAX_UPDATE, lambda c: ([(k, c.args[k]) for k in STEP_ARGS], {}), time_limit,
                     _read_step)
+    in_place = [name for name in STEP_STATE if any(name in run.mutated for run in runs)]
+    for run in runs:
+        run.mutated = tuple(m for m in run.mutated if m not in STEP_STATE)
+    verdict = _step_verdict(fn, runs)
+    text = verdict.text
+    if verdict.correct and in_place:
+        text += (f" It updates {', '.join(in_place)} in place and returns {'them' if len(in_place) > 1 else 'it'}, "
+                 f"which the step may do. {_quoted(IN_PLACE)}")
+    if any(m in run.mutated for run in runs for m in ("scores", "V_block")):
+        text += f" {_quoted(IN_PLACE)}"
+    if verdict.mistake and "normalised_per_block" in verdict.mistake.split("+"):
+        said = FAULTS["normalised_per_block"]
+        text = text.replace(said, f"{said} {_quoted(UNNORMALISED)}", 1)
+    return dataclasses.replace(verdict, text=text) if text != verdict.text else verdict
+
+
+def _step_verdict(fn, runs):
     want_shape = lambda run: tuple(w.shape for w in _right_step(run.case))
     return _verdict(
         fn, runs, "online_softmax_update",

@@ -161,3 +161,27 @@ def size_rules(value, sizes, rtol=1e-3):
                     found.append(rule)
     found.append(SizeRule(None, 1.0, float(value)))
     return found
+
+
+def fit_factor(out, expected):
+    """The constant c with ``out`` = c * ``expected`` (least squares over every entry), or None: when the shapes
+    differ, either holds NaN or inf, or ``expected`` is all zero. For a fault that multiplies a whole result by a
+    number (a gradient doubled, halved, divided by a size); the family's model then checks c on every input."""
+    try:
+        out, expected = np.asarray(out, dtype=float), np.asarray(expected, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if out.shape != expected.shape or not (np.all(np.isfinite(out)) and np.all(np.isfinite(expected))):
+        return None
+    norm = float(np.sum(expected * expected))
+    return float(np.sum(out * expected)) / norm if norm > 0 else None
+
+
+def axis_candidates(ndim):
+    """Every axis of an array of ``ndim`` dimensions as code writes it, positive first: 0, 1, ..., -1, -2, ...
+    The values an axis family tries (a fixed integer in the learner's code: the same on inputs of every size,
+    refused by numpy where the input has no such axis)."""
+    return list(range(ndim)) + [-k for k in range(1, ndim + 1)]
+
+
+__all__ += ["fit_factor", "axis_candidates"]

@@ -90,12 +90,14 @@ NOT_THE_ARGUMENT = ("scale", "drop", "temp", "bias", "causal", "axis", "dim", "e
 """Parts of a parameter's name that say it is not the argument ``parameter(..., default_none=True)`` looks for."""
 
 
-def parameter(fn, names, position, default_none=False):
+def parameter(fn, names, position, default_none=False, default_int=False):
     """How to pass an argument that learners call by one of ``names``: ("keyword", name), ("position", i),
     or None when the signature has no place for it. A signature that cannot be read gives ("keyword", names[0]).
     default_none: a parameter of any name at ``position`` whose default is None is that argument too
     (``def attention(Q, K, V, m=None)``: the mask), unless its name says it is something else (scale=None,
-    dropout=None: :data:`NOT_THE_ARGUMENT`)."""
+    dropout=None: :data:`NOT_THE_ARGUMENT`).
+    default_int: a parameter of any name at ``position`` whose default is a whole number (not a bool) is that
+    argument too (``def softmax(z, ax=-1)``: the axis, read by its place and its default, whatever its name)."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -104,9 +106,12 @@ def parameter(fn, names, position, default_none=False):
         if p.name in names and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             return ("keyword", p.name)
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) > position and (any(word in positional[position].name.lower() for word in names[:1])
-                                       or default_none and positional[position].default is None
-                                       and not any(w in positional[position].name.lower() for w in NOT_THE_ARGUMENT)):
+    there = positional[position] if len(positional) > position else None
+    if there is not None and (any(word in there.name.lower() for word in names[:1])
+                              or default_none and there.default is None
+                              and not any(w in there.name.lower() for w in NOT_THE_ARGUMENT)
+                              or default_int and isinstance(there.default, (int, np.integer))
+                              and not isinstance(there.default, (bool, np.bool_))):
         return ("position", position)
     if any(p.kind == p.VAR_KEYWORD for p in params):
         return ("keyword", names[0])
