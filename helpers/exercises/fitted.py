@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules"]
+__all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules", "nice_values", "number"]
 
 
 @dataclass(frozen=True)
@@ -161,3 +161,22 @@ def size_rules(value, sizes, rtol=1e-3):
                     found.append(rule)
     found.append(SizeRule(None, 1.0, float(value)))
     return found
+
+
+def nice_values(p, digits=(0, 3, 2, 1)):
+    """Round numbers near a fitted value p, then p itself: the candidates a family tries, so that a base fitted as
+    999.9997 is named 1000. digits: 0 for the nearest whole number, k for k significant digits."""
+    found = []
+    for k in digits:
+        try:
+            q = float(np.round(p)) if k == 0 else float(f"{p:.{k}g}")
+        except (OverflowError, ValueError):
+            continue
+        if q not in found and abs(q - p) <= 1e-3 * abs(p):
+            found.append(q)
+    return found + ([float(p)] if float(p) not in found else [])
+
+
+def number(x):
+    """A fitted number as a verdict writes it: '1000', '500000', '2.5', '0.3333'."""
+    return _number(x)
