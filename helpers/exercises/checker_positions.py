@@ -24,7 +24,7 @@ import numpy as np
 
 from helpers.exercises import checker_numeric, fitted
 from helpers.exercises.battery import POSITIONAL
-from helpers.exercises.runner import matches
+from helpers.exercises.runner import LOW_ATOL, matches
 from helpers.positions import sinusoidal_positional_encoding
 
 __all__ = ["FAULTS", "PIECE"]
@@ -199,8 +199,15 @@ FAMILIES = (
 shifted by any whole number other than 1 (``positions_from_one``, a fixed fault)."""
 
 
+def _float16_atol(args):
+    """How far a right encoding computed in float16 may be off at each position: its angle pos / 10000^(2i/d_model),
+    rounded to float16, is off by up to about 2^-11 pos radians (0.02 at position 40); plus LOW_ATOL."""
+    return LOW_ATOL + 2.0 ** -11 * np.arange(args["n"], dtype=float)[:, None]
+
+
 PIECE = checker_numeric.Piece(
     name="positional_encoding", cases=POSITIONAL, arguments=("n", "d_model"),
     expected=lambda a: sinusoidal_positional_encoding(a["n"], a["d_model"]), model=_model, faults=FAULTS,
     shape="(n, d_model)", returns="the encoding", notes={"degrees": _unit_way}, families=FAMILIES,
+    low_atol=_float16_atol,
     hint="Print yours for n = 4, d_model = 4 beside sinusoidal_positional_encoding(4, 4): row 0 is 0, 1, 0, 1.")
