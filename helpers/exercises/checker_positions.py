@@ -38,7 +38,8 @@ FAULTS = {
         "columns (2i + 1) cosines: row 0 is 0, 1, 0, 1, ..."),
     "exponent_i_over_d": (
         "exponent", "Your exponent is i / d_model; the formula's is 2i / d_model (i counts pairs of columns), so "
-        "your later pairs turn too fast. Use 10000 ** (np.arange(0, d_model, 2) / d_model)."),
+        "your later pairs turn too fast (the same numbers as the base 100 with 2i / d_model). Use "
+        "10000 ** (np.arange(0, d_model, 2) / d_model)."),
     "column_as_i": (
         "exponent", "You put the column number in place of i: the exponent is 2 * column / d_model. The i of the "
         "formula counts pairs of columns, so columns 2i and 2i + 1 share one rate: 10000 ** (2i / d_model)."),

@@ -31,7 +31,8 @@ __all__ = ["FAULTS", "PIECE"]
 FAULTS = {
     "frequency_exponent": (
         "frequency", "Your pair i turns at 10000^(-i/d); the paper's rate is 10000^(-2i/d) (i counts pairs), so your "
-        "later pairs turn too fast. Use 10000.0 ** (-np.arange(0, d, 2) / d)."),
+        "later pairs turn too fast (the same numbers as the base 100 with -2i/d). Use "
+        "10000.0 ** (-np.arange(0, d, 2) / d)."),
     "frequency_inverted": (
         "frequency", "Your pairs turn at 10000^(+2i/d), faster and faster. The exponent is negative: pair 0 turns one "
         "radian per position, later pairs ever more slowly."),
