@@ -8,11 +8,17 @@ layout of the columns (``concatenated``: all sines, then all cosines;
 ``sin_cos_swapped``), the exponent (``exponent_i_over_d``: 10000^(i/d)
 instead of 10000^(2i/d); ``column_as_i`` and ``two_i_plus_one``: the column
 number in place of i or 2i; ``multiplied``: pos times 10000^(2i/d)), the
-unit (``degrees``), the positions (``positions_from_one``) and the axes
-(``transposed``: shape (d_model, n), positions on the columns; the key of
-the exercises' matrices with rows and columns swapped), and the signature
-(``arguments_swapped``: written as positional_encoding(d_model, n), so the
-battery's calls fn(n, d_model) swap the two). The keys
+unit (``degrees``, either way round: np.deg2rad or np.degrees; the verdict
+says which), the positions (``positions_from_one``; ``first_row_zeros``:
+row 0 kept blank for a padding token, the other rows right, so not a
+shift) and the axes (``transposed``: shape (d_model, n), positions on the
+columns; the key of the exercises' matrices with rows and columns swapped),
+and the signature (``arguments_swapped``: written as
+positional_encoding(d_model, n), so the battery's calls fn(n, d_model) swap
+the two). Two faults have a parameter the checker fits (fitted.Family) and
+names with the learner's own value: ``wrong_base`` (any base of the
+frequencies but 10000) and ``positions_shifted`` (positions from any whole
+number but 0 and 1). The keys
 exponent_i_over_d, column_as_i, two_i_plus_one, multiplied, sin_cos_swapped
 and degrees are those of notebook 06's SinusoidalEntryExercise for the same
 mistakes.

@@ -14,7 +14,15 @@ together are positions from 1 whatever is given) and the pairing
 (``rotate_half_layout``: feature i turned with feature i + d/2, the layout of
 several libraries, valid when queries and keys both use it, but not the
 paper's pairing this piece asks for; ``not_interleaved``: the right pairs,
-written back as all first features, then all second).
+written back as all first features, then all second). ``degrees`` is either
+way round (np.deg2rad or np.degrees; the verdict says which). Faults with a
+parameter the checker fits (fitted.Family), named with the learner's own
+value: ``wrong_base`` (any base but 10000, such as Llama's 500000),
+``positions_shifted`` (counted positions from any whole number, and the
+given ones shifted too or not; a shift by 1 of both is ``positions_from_one``)
+and ``rope_layout_mixed`` (a pairing with the other pairing's frequency
+layout: rotate_half with repeat_interleave frequencies, or neighbour pairs
+with concatenated ones).
 """
 
 from __future__ import annotations

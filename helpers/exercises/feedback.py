@@ -3,7 +3,8 @@
 ``Feedback`` (correct, mistake, text) is what every checker and ``diagnose``
 return; ``Reveal`` is a hint or solution folded until clicked. ``_read``
 turns any answer (text, ragged lists, NaN, objects that refuse to become an
-array) into an array or a problem to report, and ``_fmt`` prints numbers the
+array; a generator, map, zip, range or iterator, read as the list it yields
+by ``_given``, at most READ_LIMIT items) into an array or a problem to report, and ``_fmt`` prints numbers the
 way the notebooks do. The tolerances every numeric checker uses are here too.
 Used by helpers/exercises/base.py, the topic modules beside it and
 helpers/exercises/diagnose.py; it imports none of them.
