@@ -297,6 +297,15 @@ def pe_transposed_degrees(n, d_model):
     return pe_degrees(n, d_model).T
 
 
+def pe_first_row_zeros(n_position, d_pos_vec):
+    """Row 0 kept blank for a padding token, the other rows right (an old position_encoding_init's style)."""
+    position_enc = np.array([[pos / np.power(10000, 2 * (j // 2) / d_pos_vec) for j in range(d_pos_vec)]
+                             if pos != 0 else np.zeros(d_pos_vec) for pos in range(n_position)])
+    position_enc[1:, 0::2] = np.sin(position_enc[1:, 0::2])
+    position_enc[1:, 1::2] = np.cos(position_enc[1:, 1::2])
+    return position_enc
+
+
 # --------------------------------------------------------------------------
 # softmax_backward
 # --------------------------------------------------------------------------
@@ -391,6 +400,7 @@ NAMED = [
     ("positional_encoding", pe_concatenated_i_over_d, "concatenated+exponent_i_over_d"),
     ("positional_encoding", pe_transposed, "transposed"),
     ("positional_encoding", pe_transposed_degrees, "degrees+transposed"),
+    ("positional_encoding", pe_first_row_zeros, "first_row_zeros"),
     ("softmax_backward", backward_w_times_g, "missing_sum_term"),
     ("softmax_backward", backward_only_outer, "diag_term_missing"), ("softmax_backward", backward_axis0, "wrong_axis"),
     ("softmax_backward", backward_diagonal, "diagonal_only"), ("softmax_backward", backward_plain_mean, "unweighted_mean"),
@@ -781,6 +791,7 @@ def test_the_guide_lists_the_keys_of_the_new_pieces_and_the_new_mask_keys():
     rows = {m[0]: set(re.findall(r"`(\w+)`", m[1])) for m in re.findall(r"^\| `(\w+)` \|[^|]*\|(.*)\|$", section, re.M)}
     for piece, faults in FAULTS.items():
         extra = {"no_mask_argument"} if piece == "multi_head_attention" else set()
+        extra |= {f.key for f in getattr(getattr(PIECES[piece][0], "__self__", None), "families", ())}   # fitted
         assert rows[piece] == set(faults) | extra, piece
     assert rows["causal_mask"] == set(CAUSAL_FAULTS) | set(VALUE_FAULTS)
     assert rows["padding_mask"] == set(PADDING_FAULTS) | set(VALUE_FAULTS)

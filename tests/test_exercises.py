@@ -717,3 +717,90 @@ def test_a_wrong_choice_in_notebook_09_does_not_give_the_measured_answer_away():
     for wrong in set("abc") - {ex.answer}:
         text = ex.feedback(wrong).text
         assert "Measured" not in text and "->" not in text, text
+
+
+# ------------------------------------------------------------ answers given as generators, maps, zips, ranges
+
+def _lazy_forms(x):
+    """The right numbers given one by one, as a learner may give them (each a fresh object)."""
+    if x.ndim == 1:
+        return {"generator": lambda: (float(v) for v in x), "map": lambda: map(float, x.tolist()),
+                "iterator": lambda: iter(x.tolist())}
+    if x.ndim == 2:
+        return {"generator of rows": lambda: (row for row in x), "map of rows": lambda: map(list, x),
+                "list of generators": lambda: [(v for v in row) for row in x], "zip of columns": lambda: zip(*x.T)}
+    return {}
+
+
+@pytest.mark.parametrize("key", sorted(NUMERIC))
+def test_right_numbers_given_one_by_one_are_read_as_the_list_they_yield(key):
+    ex = NUMERIC[key]
+    for form, make in _lazy_forms(np.asarray(ex.expected)).items():
+        feedback = ex.feedback(make())
+        assert feedback.correct, f"{form}: {feedback.text}"
+        assert "was read as the list it yields" in feedback.text, feedback.text
+        for wrong in ("not numbers", "not a number", "ragged", "could not read", "same length"):
+            assert wrong not in feedback.text, feedback.text
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert ex.check(make()) is None
+        assert out.getvalue() == feedback.text + "\n"
+
+
+@pytest.mark.parametrize("key", sorted(k for k, ex in NUMERIC.items() if np.ndim(ex.expected) == 0))
+def test_one_number_given_as_a_generator_gets_a_fix_that_works_on_the_generator(key):
+    ex = NUMERIC[key]
+    feedback = ex.feedback(v for v in [float(ex.expected)])
+    assert feedback.mistake == "shape" and "The numbers are right" in feedback.text, feedback.text
+    fix = re.search(r"Try (.+?)\.\n", feedback.text).group(1)
+    assert ex.feedback(eval(fix, {"np": np, "answer": (v for v in [float(ex.expected)])})).correct
+
+
+def _raises_midway():
+    yield 1.0
+    raise ValueError("row 2 is missing")
+
+
+def _exits():
+    yield 1.0
+    raise SystemExit
+
+
+@pytest.mark.parametrize("key", sorted(EXERCISES))
+def test_an_endless_or_failing_generator_is_told_plainly_and_never_hangs_or_raises(key):
+    import time
+
+    ex = EXERCISES[key]
+    for answer, words in ((itertools.count(), "more than 100,000 items"), (itertools.repeat([1.0, 2.0]), "more than"),
+                          (range(10 ** 12), "more than 100,000 items"), (_raises_midway(), "raised ValueError"),
+                          (_exits(), "raised SystemExit"), ((x for x in itertools.count()), "a generator")):
+        started = time.perf_counter()
+        feedback = ex.feedback(answer)
+        assert time.perf_counter() - started < 2.0
+        assert not feedback.correct and feedback.mistake == "iterator", feedback.text
+        assert words in feedback.text and "Give a list or an array" in feedback.text, feedback.text
+        for wrong in ("not numbers", "not a number", "ragged"):
+            assert wrong not in feedback.text
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert ex.check(itertools.count()) is None
+
+
+def test_a_mask_given_as_a_generator_of_rows_is_read():
+    ex = MASK_NAMESPACE["ex_mask"]
+    feedback = ex.feedback(row for row in ex.expected)
+    assert feedback.correct and "was read as the list it yields" in feedback.text, feedback.text
+
+
+def test_a_range_and_a_dicts_values_are_read_without_saying_they_give_their_items_once():
+    ex = next(ex for ex in NUMERIC.values() if np.ndim(ex.expected) == 1)
+    values = {i: float(v) for i, v in enumerate(ex.expected)}.values()
+    feedback = ex.feedback(values)
+    assert feedback.correct and "only once" not in feedback.text, feedback.text
+
+
+def test_diagnose_reads_a_function_that_returns_a_generator_and_stops_an_endless_one():
+    from helpers.exercises import diagnose
+    from helpers.positions import apply_rope
+
+    assert diagnose(lambda x, positions=None: (row for row in apply_rope(x, positions)), piece="rope").correct
+    verdict = diagnose(lambda x, positions=None: itertools.count(), piece="rope")
+    assert verdict.mistake == "not_numbers" and "more than 100,000 items" in verdict.text, verdict.text

@@ -29,6 +29,7 @@ from helpers.exercises.feedback import (
     _comment,
     _fmt,
     _looks_like_pair,
+    _given,
     _read,
     _reshape_fix,
     _shape_words,
@@ -159,9 +160,13 @@ class _Exercise:
         if answer is Ellipsis or answer is None:
             return Feedback(False, "not_attempted", NOT_ATTEMPTED)
         try:
+            answer, reading, problem = _given(answer)   # a generator, map, zip or range: read once, here
+            if problem is not None:
+                return problem
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                return self._feedback(answer)
+                found = self._feedback(answer)
+            return found if reading is None else Feedback(found.correct, found.mistake, found.text + reading)
         except Exception:
             return self.fallback
 
@@ -364,7 +369,7 @@ class _NumericExercise(_Exercise):
             return self._nonfinite_feedback(arr)
         if self._close(arr, self.expected):
             text = "Correct! " + self.correct_note
-            if isinstance(answer, (list, tuple)) and np.ndim(self.expected) > 0 and not self.asks_for_a_list:
+            if type(answer) in (list, tuple) and np.ndim(self.expected) > 0 and not self.asks_for_a_list:
                 kind = "tuple" if isinstance(answer, tuple) else "list"
                 text += (f"\n(You gave a Python {kind}; the values are right, so it counts. In numpy code you will "
                          f"usually keep an array: np.array(your_{kind}) makes one, and arrays let you write Q @ K.T.)")

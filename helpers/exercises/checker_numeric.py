@@ -54,6 +54,9 @@ class Piece:
     first input that went wrong calls for it (a fault written two ways, each needing its own words).
     families: faults with a parameter (fitted.Family), tried when no fixed fault explains the output; the
     verdict names the learner's own value.
+    low_atol: args -> how far a right function computed in float16 may be off (a number, or an array that broadcasts
+    against the output), where that grows with something else than the entries' size (an angle m theta rounded to
+    float16 is off by about 2^-11 m radians); None: LOW_ATOL times the largest entry.
     """
 
     name: str
@@ -69,6 +72,7 @@ class Piece:
     pair: bool = False
     notes: dict = field(default_factory=dict)
     families: tuple = ()
+    low_atol: Callable | None = None
 
     def check(self, fn, time_limit):
         """Run ``fn`` on this piece's battery and return its Diagnosis (what diagnose calls)."""
@@ -171,6 +175,16 @@ def _size(a):
     return max(1.0, float(finite.max())) if finite.size else 1.0
 
 
+def _low_atol(piece, run, want):
+    """The absolute tolerance of a right function computed in float16 on this run (Piece.low_atol)."""
+    if piece.low_atol is not None:
+        try:
+            return np.asarray(piece.low_atol(run.case.args), dtype=float)
+        except Exception:                  # a tolerance never turns a verdict into a crash
+            pass
+    return LOW_ATOL * _size(want)
+
+
 def _note(piece, key, run):
     """The fault's note for this run's output (" " and the sentence), or ""."""
     if key not in piece.notes or run.out is None:
@@ -211,7 +225,7 @@ def check(piece, fn, time_limit):
     also = f" Also, {changes}" if mutated else ""
     first = runs[right.index(False)]
     where = f"It first goes wrong on {first.case.words}. {_first_difference(piece, first)}"
-    if all(run.out is not None and matches(run.out, want, None, LOW_RTOL, LOW_ATOL * _size(want))
+    if all(run.out is not None and matches(run.out, want, None, LOW_RTOL, _low_atol(piece, run, want))
            for run, want in zip(runs, expected)):
         return Diagnosis(False, "low_precision", f"{LOW_PRECISION.format(name=name)}\n{where}{also}",
                          first.case.name, piece.name)

@@ -8,11 +8,17 @@ layout of the columns (``concatenated``: all sines, then all cosines;
 ``sin_cos_swapped``), the exponent (``exponent_i_over_d``: 10000^(i/d)
 instead of 10000^(2i/d); ``column_as_i`` and ``two_i_plus_one``: the column
 number in place of i or 2i; ``multiplied``: pos times 10000^(2i/d)), the
-unit (``degrees``), the positions (``positions_from_one``) and the axes
-(``transposed``: shape (d_model, n), positions on the columns; the key of
-the exercises' matrices with rows and columns swapped), and the signature
-(``arguments_swapped``: written as positional_encoding(d_model, n), so the
-battery's calls fn(n, d_model) swap the two). The keys
+unit (``degrees``, either way round: np.deg2rad or np.degrees; the verdict
+says which), the positions (``positions_from_one``; ``first_row_zeros``:
+row 0 kept blank for a padding token, the other rows right, so not a
+shift) and the axes (``transposed``: shape (d_model, n), positions on the
+columns; the key of the exercises' matrices with rows and columns swapped),
+and the signature (``arguments_swapped``: written as
+positional_encoding(d_model, n), so the battery's calls fn(n, d_model) swap
+the two). Two faults have a parameter the checker fits (fitted.Family) and
+names with the learner's own value: ``wrong_base`` (any base of the
+frequencies but 10000) and ``positions_shifted`` (positions from any whole
+number but 0 and 1). The keys
 exponent_i_over_d, column_as_i, two_i_plus_one, multiplied, sin_cos_swapped
 and degrees are those of notebook 06's SinusoidalEntryExercise for the same
 mistakes.
@@ -22,8 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import checker_numeric
+from helpers.exercises import checker_numeric, fitted
 from helpers.exercises.battery import POSITIONAL
+from helpers.exercises.runner import LOW_ATOL, matches
 from helpers.positions import sinusoidal_positional_encoding
 
 __all__ = ["FAULTS", "PIECE"]
@@ -37,7 +44,8 @@ FAULTS = {
         "columns (2i + 1) cosines: row 0 is 0, 1, 0, 1, ..."),
     "exponent_i_over_d": (
         "exponent", "Your exponent is i / d_model; the formula's is 2i / d_model (i counts pairs of columns), so "
-        "your later pairs turn too fast. Use 10000 ** (np.arange(0, d_model, 2) / d_model)."),
+        "your later pairs turn too fast (the same numbers as the base 100 with 2i / d_model). Use "
+        "10000 ** (np.arange(0, d_model, 2) / d_model)."),
     "column_as_i": (
         "exponent", "You put the column number in place of i: the exponent is 2 * column / d_model. The i of the "
         "formula counts pairs of columns, so columns 2i and 2i + 1 share one rate: 10000 ** (2i / d_model)."),
@@ -48,11 +56,15 @@ FAULTS = {
         "exponent", "You multiplied the position by 10000^(2i/d_model). The formula divides: pos / 10000^(2i/d_model), "
         "so that later pairs turn more slowly."),
     "degrees": (
-        "unit", "Your angles are read as degrees. np.sin and np.cos take radians, and the formula's angle is "
-        "pos / 10000^(2i/d_model) radians: drop the conversion (np.deg2rad or * np.pi / 180)."),
+        "unit", "Your angles went through a conversion between degrees and radians. np.sin and np.cos take "
+        "radians, and the formula's angle pos / 10000^(2i/d_model) is in radians already."),
     "positions_from_one": (
         "positions", "Your positions start at 1. The first token is at position 0, so row 0 is sin(0) = 0 and "
         "cos(0) = 1: pos = np.arange(n)."),
+    "first_row_zeros": (
+        "positions", "Your row 0 is all zeros; your other rows are right. Some code keeps row 0 blank for a padding "
+        "token (pe[1:, 0::2] = np.sin(...)), but position 0 is the first token's: its row is sin(0) = 0, cos(0) = 1, "
+        "so 0, 1, 0, 1, ... Fill every row: pe[:, 0::2] = np.sin(angles), pe[:, 1::2] = np.cos(angles)."),
     "transposed": (
         "axes", "Your encoding is transposed: positions on the columns, features on the rows, shape (d_model, n). "
         "Row pos must be the vector of position pos, shape (n, d_model): pos runs down, the columns across."),
@@ -64,31 +76,145 @@ FAULTS = {
 """Every mistake the positional_encoding checker names: key -> (part, what it tells the learner)."""
 
 
-def _model(args, faults):
-    n, d_model = args["n"], args["d_model"]
-    if "arguments_swapped" in faults:                                  # def positional_encoding(d_model, n)
-        n, d_model = d_model, n
-        if d_model % 2:
-            return None                                                # an odd width: the learner's slices refuse it
-    pos = np.arange(n, dtype=float)[:, None] + (1.0 if "positions_from_one" in faults else 0.0)
+BASE = 10000.0
+"""The formula's base of the frequencies."""
+UNIT_WAYS = {"read_as_degrees": np.deg2rad, "turned_into_degrees": np.rad2deg}
+"""The two ways round of the ``degrees`` fault: the angle read as degrees (np.deg2rad, np.radians, * pi / 180),
+or the radians turned into degrees before np.sin (np.degrees, np.rad2deg, * 180 / pi)."""
+
+
+def _encoding(n, d_model, faults, base=BASE, shift=0.0, way=None):
+    """The encoding with those faults, a base and a shift of the positions; ``way``: the ``degrees`` fault's way
+    (None: both, as a list)."""
+    if "degrees" in faults and way is None:
+        return [_encoding(n, d_model, faults, base, shift, w) for w in UNIT_WAYS]
+    pos = np.arange(n, dtype=float)[:, None] + shift + (1.0 if "positions_from_one" in faults else 0.0)
     column = np.arange(d_model)
     two_i = column - column % 2                                        # 2i for both columns of pair i
     exponent = {"exponent_i_over_d": two_i / 2, "column_as_i": 2 * column,
                 "two_i_plus_one": column}.get(next((f for f in faults if FAULTS[f][0] == "exponent"), None), two_i)
-    rate = 10000.0 ** (exponent / d_model)
+    rate = base ** (exponent / d_model)
     angles = pos * rate if "multiplied" in faults else pos / rate
     if "degrees" in faults:
-        angles = np.deg2rad(angles)
+        angles = UNIT_WAYS[way](angles)
     sines = column % 2 == (1 if "sin_cos_swapped" in faults else 0)
     pe = np.where(sines, np.sin(angles), np.cos(angles))
+    if "first_row_zeros" in faults:                                    # row 0 kept blank for a padding token
+        pe[:1] = 0.0
     if "concatenated" in faults:                                       # the sines of every pair, then the cosines
         pe = np.concatenate([pe[:, 0::2], pe[:, 1::2]], axis=1)
     return pe.T if "transposed" in faults else pe
 
 
+def _model(args, faults, base=BASE, shift=0.0):
+    n, d_model = args["n"], args["d_model"]
+    if "arguments_swapped" in faults:                                  # def positional_encoding(d_model, n)
+        n, d_model = d_model, n
+        if d_model % 2:
+            return None                                                # an odd width: the learner's slices refuse it
+    return _encoding(n, d_model, faults, base, shift)
+
+
+def _unit_way(args, out):
+    """The sentence that says which way round the ``degrees`` fault went in ``out`` (alone or with one other fault)."""
+    others = [frozenset()] + [frozenset([k]) for k in FAULTS if FAULTS[k][0] != "unit"]
+    for way in UNIT_WAYS:
+        for more in others:
+            faults = more | {"degrees"}
+            n, d_model = (args["d_model"], args["n"]) if "arguments_swapped" in faults else (args["n"], args["d_model"])
+            if d_model % 2 == 0 and matches(out, np.asarray(_encoding(n, d_model, faults, way=way), dtype=float)):
+                return UNIT_WORDS[way]
+    return "Drop the conversion."
+
+
+UNIT_WORDS = {
+    "read_as_degrees": "Yours reads it as degrees (np.deg2rad, np.radians or * np.pi / 180 makes it 57 times "
+                       "smaller): drop the conversion.",
+    "turned_into_degrees": "Yours turns it into degrees first (np.degrees, np.rad2deg or * 180 / np.pi makes it "
+                           "57 times larger), and np.sin reads those degrees as radians: drop the conversion.",
+}
+
+
+# --------------------------------------------------------------------------
+# Faults with a parameter (fitted.Family): another base, positions shifted by any whole number
+# --------------------------------------------------------------------------
+
+def _wrong_runs(runs):
+    """The runs whose output has the encoding's shape and is not the right one, smallest first."""
+    found = []
+    for run in runs:
+        want = sinusoidal_positional_encoding(run.case.args["n"], run.case.args["d_model"])
+        if run.out is not None and run.out.shape == want.shape and not matches(run.out, want):
+            found.append(run)
+    return sorted(found, key=lambda run: run.out.size)
+
+
+def _fit_base(runs):
+    """The base of the frequencies that gives the learner's output, read off a wrong run with a pair after the
+    first (the first turns at 1 radian per position whatever the base), and a second position."""
+    for run in _wrong_runs(runs):
+        n, d_model = run.case.args["n"], run.case.args["d_model"]
+        if n < 2 or d_model < 4:
+            continue
+        pos = np.arange(n, dtype=float)[None, :, None]
+        exponent = (np.arange(d_model) - np.arange(d_model) % 2) / d_model
+        sines = np.arange(d_model) % 2 == 0
+
+        def outputs(bases):
+            angles = pos / np.asarray(bases, dtype=float)[:, None, None] ** exponent
+            return np.where(sines, np.sin(angles), np.cos(angles))
+        base = fitted.fit_scalar(outputs, run.out, 1.5, 1e9)
+        return [] if base is None else fitted.nice_values(base)
+    return []
+
+
+def _base_words(base, run):
+    return (f"Your frequencies use the base {fitted.number(base)}: pos / {fitted.number(base)}^(2i/d_model). "
+            f"The formula's base is 10000: pos / 10000^(2i/d_model), so that the slowest pair turns once in about "
+            f"60000 positions. Write 10000.0 ** (np.arange(0, d_model, 2) / d_model).")
+
+
+def _fit_shift(runs):
+    """Whole numbers s with row 0 the encoding of position s, read off the slowest pair (its angle s / 10000^((d_model
+    - 2)/d_model) stays below pi for any shift under 300)."""
+    found = []
+    for run in _wrong_runs(runs):
+        d_model = run.case.args["d_model"]
+        if d_model < 4:
+            continue
+        angle = np.arctan2(run.out[0, d_model - 2], run.out[0, d_model - 1])
+        s = int(np.round(angle * BASE ** ((d_model - 2) / d_model)))
+        if s not in found and s not in (0, 1):       # 1 is positions_from_one, a fault of its own
+            found.append(s)
+    return found
+
+
+def _shift_words(shift, run):
+    return (f"Your positions start at {shift}: your row 0 is the encoding of position {shift}, row 1 of position "
+            f"{shift + 1}, and so on (an offset such as a padding index or a cache's length, carried in). "
+            "The first token is at position 0, so row 0 is sin(0) = 0 and cos(0) = 1: pos = np.arange(n).")
+
+
+FAMILIES = (
+    fitted.Family("wrong_base", "exponent", _fit_base, lambda args, base: _model(args, frozenset(), base=base),
+                  _base_words, right=lambda base: abs(base - BASE) <= 1e-6 * BASE),
+    fitted.Family("positions_shifted", "positions", _fit_shift,
+                  lambda args, shift: _model(args, frozenset(), shift=float(shift)), _shift_words,
+                  right=lambda shift: shift in (0, 1)),
+)
+"""The faults with a parameter, tried after the fixed ones: another base (named with the learner's own), positions
+shifted by any whole number other than 1 (``positions_from_one``, a fixed fault)."""
+
+
+def _float16_atol(args):
+    """How far a right encoding computed in float16 may be off at each position: its angle pos / 10000^(2i/d_model),
+    rounded to float16, is off by up to about 2^-11 pos radians (0.02 at position 40); plus LOW_ATOL."""
+    return LOW_ATOL + 2.0 ** -11 * np.arange(args["n"], dtype=float)[:, None]
+
+
 PIECE = checker_numeric.Piece(
     name="positional_encoding", cases=POSITIONAL, arguments=("n", "d_model"),
     expected=lambda a: sinusoidal_positional_encoding(a["n"], a["d_model"]), model=_model, faults=FAULTS,
-    shape="(n, d_model)", returns="the encoding",
+    shape="(n, d_model)", returns="the encoding", notes={"degrees": _unit_way}, families=FAMILIES,
+    low_atol=_float16_atol,
     hint="Print yours for n = 4, d_model = 4 beside sinusoidal_positional_encoding(4, 4): row 0 is 0, 1, 0, 1.")
-

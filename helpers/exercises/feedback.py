@@ -3,7 +3,8 @@
 ``Feedback`` (correct, mistake, text) is what every checker and ``diagnose``
 return; ``Reveal`` is a hint or solution folded until clicked. ``_read``
 turns any answer (text, ragged lists, NaN, objects that refuse to become an
-array) into an array or a problem to report, and ``_fmt`` prints numbers the
+array; a generator, map, zip, range or iterator, read as the list it yields
+by ``_given``, at most READ_LIMIT items) into an array or a problem to report, and ``_fmt`` prints numbers the
 way the notebooks do. The tolerances every numeric checker uses are here too.
 Used by helpers/exercises/base.py, the topic modules beside it and
 helpers/exercises/diagnose.py; it imports none of them.
@@ -11,7 +12,9 @@ helpers/exercises/diagnose.py; it imports none of them.
 
 from __future__ import annotations
 
+import collections.abc
 import html
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,8 +105,119 @@ def _not_numbers(what):
     return Feedback(False, "not_numbers", f"Your answer is {what}, not numbers. Give numbers: a number, or a numpy array.")
 
 
+READ_LIMIT = 100_000
+"""The most items read from an answer given as a generator, map, zip, range or other iterator: one that never ends
+is told so, not waited for."""
+
+_LAZY = {map: "a map(...)", zip: "a zip(...)", filter: "a filter(...)", enumerate: "an enumerate(...)",
+         reversed: "a reversed(...)", range: "a range(...)"}
+
+
+def _lazy_kind(x):
+    """How to name an answer that yields its items one by one ("a generator", "a map(...)", ...), or None."""
+    try:
+        if isinstance(x, (np.ndarray, str, bytes)):
+            return None
+        if isinstance(x, types.GeneratorType):
+            return "a generator"
+        if type(x) in _LAZY:
+            return _LAZY[type(x)]
+        if isinstance(x, collections.abc.MappingView):
+            return f"a dict's {type(x).__name__.replace('dict_', '.')}()"
+        if isinstance(x, collections.abc.Iterator):
+            return "an iterator"
+    except Exception:
+        return None
+    return None
+
+
+class _Yielded(list):
+    """The list a generator, map, zip, range or iterator answer yielded (how it was given: ``given_as``)."""
+
+    given_as = "a generator"
+
+
+class _NotRead(Exception):
+    """An answer given item by item that could not be read: it did not stop, or raised while it was read."""
+
+
+def _unroll(x, budget, depth=0):
+    """x with every generator, map, zip, range or iterator in it (at any depth, in lists and tuples) read into a
+    list; budget: [items left to read, then the kinds read], shared."""
+    kind = _lazy_kind(x)
+    if kind is not None:
+        budget.append(kind)
+        if isinstance(x, range) and len(x) > budget[0]:
+            raise _NotRead(kind, None)
+        items = []
+        iterator = iter(x)
+        while True:
+            if budget[0] <= 0:
+                raise _NotRead(kind, None)
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return items
+            except (Exception, SystemExit) as exc:      # the learner's generator raised while it was read
+                raise _NotRead(kind, exc) from None
+            budget[0] -= 1
+            items.append(_unroll(item, budget, depth + 1))
+    if type(x) in (list, tuple) and depth < 32:
+        items = [item if type(item) in (int, float) else _unroll(item, budget, depth + 1) for item in x]
+        if any(a is not b for a, b in zip(items, x)):
+            return items if type(x) is list else tuple(items)
+    return x
+
+
+def _given(answer):
+    """(the answer with what it yields read into lists, the sentence that says so, None) for an answer given as a
+    generator, map, zip, range or iterator (or holding some, as a list of generators for rows); (None, None,
+    Feedback) when one did not stop within :data:`READ_LIMIT` items or raised while it was read. Any other answer
+    comes back as it is, with no sentence: (answer, None, None)."""
+    kind = _lazy_kind(answer)
+    if kind is None and type(answer) not in (list, tuple):
+        return answer, None, None
+    budget = [READ_LIMIT]
+    try:
+        value = _unroll(answer, budget)
+    except _NotRead as exc:
+        what, error = exc.args
+        if error is None:
+            text = (f"Your answer is {what} of more than {READ_LIMIT:,} items (it may never end), so it was not "
+                    "read to its end. Give a list or an array of the numbers: np.array(list(...)) of one that ends.")
+        else:
+            text = (f"Your answer is {what}, and reading it raised {type(error).__name__}: {_safe(error)}. "
+                    "Give a list or an array of the numbers.")
+        return None, None, Feedback(False, "iterator", text)
+    except RecursionError:
+        return answer, None, None
+    if value is answer:
+        return answer, None, None
+    if kind is not None:
+        value = _Yielded(value)
+        value.given_as = kind
+    if kind is not None:
+        once = "" if isinstance(answer, (range, collections.abc.MappingView)) else (
+            " It gives its items only once: keep a list or an array, list(...) or np.array(...).")
+        return value, f"\n(You gave {kind}; it was read as the list it yields.{once})", None
+    inner = budget[1] if len(budget) > 1 else "an iterator"
+    return value, f"\n(Some of its items were given one by one ({inner}): each was read as the list it yields.)", None
+
+
+def _safe(x):
+    try:
+        text = str(x)
+    except Exception:
+        text = "(a message that could not be shown)"
+    return text if len(text) <= 200 else text[:200] + " ..."
+
+
 def _read(answer):
-    """Return (float ndarray, None) or (None, Feedback) for an answer that is not numbers."""
+    """Return (float ndarray, None) or (None, Feedback) for an answer that is not numbers. An answer given as a
+    generator, map, zip, range or iterator is read as the list it yields (at most READ_LIMIT items)."""
+    answer, _, problem = _given(answer)
+    if problem is not None:
+        return None, problem
     try:  # the course's one rule for numpy masked arrays, given here as feedback, not raised
         refuse_masked_array(answer, "answer", how=(
             "give a plain array holding the value a hidden entry should have: np.ma.filled(answer, 0.0) "
@@ -183,5 +297,6 @@ def _shape_words(shape):
 
 def _reshape_fix(answer, want):
     """Python that turns ``answer`` (whatever the learner gave) into shape ``want``."""
-    base = "answer" if type(answer) is np.ndarray else "np.asarray(answer)"
+    base = ("answer" if type(answer) is np.ndarray else "np.array(list(answer))" if isinstance(answer, _Yielded)
+            else "np.asarray(answer)")
     return f"{base}.item()" if want == () else f"{base}.reshape{want}"

@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules"]
+__all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules", "nice_values", "number"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,26 @@ def axis_candidates(ndim):
     The values an axis family tries (a fixed integer in the learner's code: the same on inputs of every size,
     refused by numpy where the input has no such axis)."""
     return list(range(ndim)) + [-k for k in range(1, ndim + 1)]
+
+
+
+def nice_values(p, digits=(0, 3, 2, 1)):
+    """Round numbers near a fitted value p, then p itself: the candidates a family tries, so that a base fitted as
+    999.9997 is named 1000. digits: 0 for the nearest whole number, k for k significant digits."""
+    found = []
+    for k in digits:
+        try:
+            q = float(np.round(p)) if k == 0 else float(f"{p:.{k}g}")
+        except (OverflowError, ValueError):
+            continue
+        if q not in found and abs(q - p) <= 1e-3 * abs(p):
+            found.append(q)
+    return found + ([float(p)] if float(p) not in found else [])
+
+
+def number(x):
+    """A fitted number as a verdict writes it: '1000', '500000', '2.5', '0.3333'."""
+    return _number(x)
 
 
 __all__ += ["fit_factor", "axis_candidates"]
