@@ -750,7 +750,7 @@ def test_attention_with_the_softmax_over_the_queries_is_wrong_axis():
 
 
 def test_the_attention_battery_has_one_token_random_shapes_a_batch_and_a_random_mask():
-    assert len(ATTENTION) == 13
+    assert len(ATTENTION) == 14
     empty = [c for c in ATTENTION if c.mask is not None and not np.broadcast_to(c.mask, c.Q.shape[:-1] + c.K.shape[-2:-1]).any(axis=-1).all()]
     assert [c.name for c in empty] == ["empty row"]             # one query with nothing to attend to (notebook 04, section 4)
     assert any(c.Q.shape[-2] == 1 and c.K.shape[-2] == 1 for c in ATTENTION)

@@ -72,9 +72,20 @@ def _attention():
     left_padded = causal_mask(4) & np.array([False, True, True, True])   # "[pad] the bank flooded", both masks
     cases.append(Case("empty row", "a left-padded sentence of 4 tokens under a causal and a padding mask, where "
                       "query 0 (the pad) may read no key", draw(4, d), draw(4, d), draw(4, d), left_padded, "masks"))
+    cases.append(_rows_apart(draw(2, 3)))
     for case in cases:
         _frozen(case.Q, case.K, case.V, case.mask)
     return tuple(cases)
+
+
+def _rows_apart(V):
+    """Two queries whose scaled scores are [0, 0] and [1000, 1001] (d_k = 4, every number exact in float32): one
+    maximum of the whole array subtracted leaves exp(0 - 1001) = 0 in the first row, and 0 / 0 (issue 32,
+    section 3)."""
+    K = np.array([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    Q = np.array([[0.0, 0.0, 0.0, 0.0], [2000.0, 2.0, 0.0, 0.0]])
+    return Case("rows apart", "rows of very different scale: Q and K of shape (2, 4), V (2, 3), scaled scores "
+                "[0, 0] for query 0 and [1000, 1001] for query 1", Q, K, V)
 
 
 def _random_attention(rng):
@@ -100,8 +111,9 @@ ATTENTION = _attention()
 """Every input the attention checker tries, in the order it tries them: eight small ones (plain inputs of shape
 (3, 4); wider keys, d_k = 16; 2 queries and 4 keys; values narrower than keys; scores large enough to overflow an
 exp that does not subtract the maximum; a causal mask; a padding mask; a batch of 2 sentences), one token
-(n = 1), three of seeded random shapes and values (plain, with two batch axes, with a random mask), and a
-row with nothing to attend to (a left-padded sentence under a causal and a padding mask): 13 in all."""
+(n = 1), three of seeded random shapes and values (plain, with two batch axes, with a random mask), a
+row with nothing to attend to (a left-padded sentence under a causal and a padding mask), and two queries whose
+scores lie 1000 apart (one maximum for the whole array underflows the lower row): 14 in all."""
 
 
 @dataclass(frozen=True)
