@@ -195,6 +195,16 @@ def mha_one_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
                    else mask, 1 / np.sqrt(X.shape[-1])) @ W_O
 
 
+def mha_global_max(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """One maximum for the whole array of scores: rows far below it underflow to 0 / 0."""
+    Q, K, V = (_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1] // num_heads)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max())
+    return _back(e / e.sum(axis=-1, keepdims=True) @ V) @ W_O
+
+
 def mha_no_mask_used(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return WORKED["multi_head_attention"](X, W_Q, W_K, W_V, W_O, num_heads)
 
@@ -397,6 +407,7 @@ NAMED = [
     ("softmax_backward", backward_g_minus_w_times_g, "leading_weights_missing"),
     ("softmax_backward", backward_unweighted_sum, "unweighted_mean"),
     ("multi_head_attention", mha_loop_whole_mask, "head_axis"),
+    ("multi_head_attention", mha_global_max, "no_max_subtraction"),
     ("positional_encoding", pe_arguments_swapped, "arguments_swapped"),
 ]
 FAULTS = {"split_heads": SPLIT_FAULTS, "merge_heads": MERGE_FAULTS, "multi_head_attention": MULTI_HEAD_FAULTS,
@@ -774,8 +785,12 @@ def test_the_guide_lists_the_keys_of_the_new_pieces_and_the_new_mask_keys():
     guide = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
     section = guide.split("## The workbook", 1)[1].split("\n## ", 1)[0]
     rows = {m[0]: set(re.findall(r"`(\w+)`", m[1])) for m in re.findall(r"^\| `(\w+)` \|[^|]*\|(.*)\|$", section, re.M)}
+    from helpers.exercises import checker_heads
+    fitted = {"split_heads": checker_heads.SPLIT, "merge_heads": checker_heads.MERGE,
+              "multi_head_attention": checker_heads.MULTI}
     for piece, faults in FAULTS.items():
         extra = {"no_mask_argument"} if piece == "multi_head_attention" else set()
+        extra |= {f.key for f in fitted[piece].families} if piece in fitted else set()
         assert rows[piece] == set(faults) | extra, piece
     assert rows["causal_mask"] == set(CAUSAL_FAULTS) | set(VALUE_FAULTS)
     assert rows["padding_mask"] == set(PADDING_FAULTS) | set(VALUE_FAULTS)

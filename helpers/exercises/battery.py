@@ -381,6 +381,10 @@ def _multi_head():
         case("random (5, 12)", "random X (5, 12) and W of size about 0.5, num_heads = 3", 3, layer(12, 5, size=0.5)),
         case("random (2, 6, 8)", "random X (2, 6, 8) (2 sentences), num_heads = 4, mask = causal_mask(6)", 4,
              layer(8, 2, 6, size=0.7), causal_mask(6)),
+        case("rows apart", "rows of very different scale: X (2, 4) = [[0, 0, 0, 0], [40, 0, 0, 0]], num_heads = 2, "
+             "W_Q = W_K = I, so head 0's scaled scores are [0, 0] for token 0 and [0, 1131] for token 1", 2,
+             {**layer(4, 2), "X": np.array([[0.0, 0.0, 0.0, 0.0], [40.0, 0.0, 0.0, 0.0]]), "W_Q": np.eye(4),
+              "W_K": np.eye(4)}),
     )
 
 
@@ -427,9 +431,10 @@ split in 2, three heads, one head, one token, a batch, then two of random shapes
 MERGE_HEADS = _merge_heads(SPLIT_HEADS)
 """The inputs of the merge_heads checker: the heads of each split_heads input, ``x`` (..., num_heads, n, d_k)."""
 MULTI_HEAD = _multi_head()
-"""The inputs of the multi_head_attention checker, each unambiguous about its mask: 9 in all (two heads, four
+"""The inputs of the multi_head_attention checker, each unambiguous about its mask (two heads, four
 heads, one head, one token, a causal mask (n, n), a batch of 2 sentences, a padding mask with its head axis
-(B, 1, 1, n), then two random layers: width 12 with 3 heads, and a batch of 2 with 4 heads and a causal mask)."""
+(B, 1, 1, n), then two random layers: width 12 with 3 heads, and a batch of 2 with 4 heads and a causal mask),
+and two tokens whose scores lie 1131 apart (one maximum for the whole array underflows the lower row): 10 in all."""
 POSITIONAL = _positional()
 """The inputs of the positional_encoding checker, named (n, d_model): 6 in all ((4, 4), one position,
 d_model = 2, (3, 6), then two of random sizes)."""
