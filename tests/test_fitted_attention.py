@@ -246,3 +246,33 @@ def attention(Q, K, V, mask=None):
          module.__dict__)
     verdict = diagnose(module.no_w_o, piece="multi_head_attention")
     assert verdict.mistake == "no_output_projection" and "is wrong on its own" not in verdict.text, verdict.text
+
+
+# --------------------------------------------------------------------------
+# kv_cache_step: the scale
+# --------------------------------------------------------------------------
+
+def _kv(divide):
+    def kv_cache_step(cache_keys, cache_values, q, k, v):
+        K, V = np.vstack([cache_keys, k]), np.vstack([cache_values, v])
+        s = K @ q / divide(K, V, q)
+        e = np.exp(s - s.max())
+        return e / e.sum() @ V
+    return kv_cache_step
+
+
+@pytest.mark.parametrize("fn, key, words", [
+    (_kv(lambda K, V, q: np.sqrt(len(K))), "scale_by_n_keys", "sqrt(t + 1) = sqrt(2)"),
+    (_kv(lambda K, V, q: np.sqrt(V.shape[-1])), "scale_by_d_v", "sqrt(d_v) = sqrt(4)"),
+    (_kv(lambda K, V, q: 8.0), "constant_scale", "by 8 whatever d_k is"),
+    (_kv(lambda K, V, q: np.sqrt(2 * q.shape[-1])), "scale_by_shape", "sqrt(2 d_k) = sqrt(8)"),
+])
+def test_a_kv_step_scale_is_fitted_and_named_by_what_it_equals(fn, key, words):
+    verdict = diagnose(fn, piece="kv_cache_step")
+    assert verdict.mistake == key, verdict.text
+    assert words in verdict.text, verdict.text
+
+
+def test_the_kv_battery_has_steps_of_several_sizes():
+    from helpers.exercises.battery import KV_CACHE_STEP
+    assert len({c.args["cache_keys"].shape for c in KV_CACHE_STEP}) >= 4
