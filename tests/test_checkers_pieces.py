@@ -773,8 +773,15 @@ def test_the_attention_battery_has_one_token_random_shapes_a_batch_and_a_random_
 
 
 def test_a_wrong_shape_says_what_shape_the_mask_must_have():
-    verdict = diagnose(lambda is_real: is_real[:, None, :, None], piece="padding_mask")
+    verdict = diagnose(lambda is_real: is_real[None, :, None, :], piece="padding_mask")
     assert verdict.mistake == "wrong_shape" and "must have shape (2, 1, 4)" in verdict.text
+
+
+def test_a_padding_mask_on_the_queries_with_a_head_axis_is_query_axis_not_a_wrong_shape():
+    # (B, 1, n, 1): the padding on the queries, with a head axis (issue 32, section 2)
+    verdict = diagnose(lambda is_real: is_real[:, None, :, None], piece="padding_mask")
+    assert verdict.mistake == "query_axis" and "must have shape (2, 1, 4)" in verdict.text, verdict.text
+    assert "(B, 1, n_k, 1)" in verdict.text
 
 
 # --------------------------------------------------------------------------
