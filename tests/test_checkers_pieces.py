@@ -195,6 +195,16 @@ def mha_one_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
                    else mask, 1 / np.sqrt(X.shape[-1])) @ W_O
 
 
+def mha_global_max(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """One maximum for the whole array of scores: rows far below it underflow to 0 / 0."""
+    Q, K, V = (_heads(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1] // num_heads)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max())
+    return _back(e / e.sum(axis=-1, keepdims=True) @ V) @ W_O
+
+
 def mha_no_mask_used(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return WORKED["multi_head_attention"](X, W_Q, W_K, W_V, W_O, num_heads)
 
@@ -412,6 +422,7 @@ NAMED = [
     ("softmax_backward", backward_unweighted_sum, "unweighted_mean"),
     ("softmax_backward", backward_doubled, "gradient_scaled"),
     ("multi_head_attention", mha_loop_whole_mask, "head_axis"),
+    ("multi_head_attention", mha_global_max, "no_max_subtraction"),
     ("positional_encoding", pe_arguments_swapped, "arguments_swapped"),
 ]
 FAULTS = {"split_heads": SPLIT_FAULTS, "merge_heads": MERGE_FAULTS, "multi_head_attention": MULTI_HEAD_FAULTS,
@@ -765,7 +776,7 @@ def test_attention_with_the_softmax_over_the_queries_is_wrong_axis():
 
 
 def test_the_attention_battery_has_one_token_random_shapes_a_batch_and_a_random_mask():
-    assert len(ATTENTION) == 13
+    assert len(ATTENTION) == 14
     empty = [c for c in ATTENTION if c.mask is not None and not np.broadcast_to(c.mask, c.Q.shape[:-1] + c.K.shape[-2:-1]).any(axis=-1).all()]
     assert [c.name for c in empty] == ["empty row"]             # one query with nothing to attend to (notebook 04, section 4)
     assert any(c.Q.shape[-2] == 1 and c.K.shape[-2] == 1 for c in ATTENTION)
@@ -777,8 +788,15 @@ def test_the_attention_battery_has_one_token_random_shapes_a_batch_and_a_random_
 
 
 def test_a_wrong_shape_says_what_shape_the_mask_must_have():
-    verdict = diagnose(lambda is_real: is_real[:, None, :, None], piece="padding_mask")
+    verdict = diagnose(lambda is_real: is_real[None, :, None, :], piece="padding_mask")
     assert verdict.mistake == "wrong_shape" and "must have shape (2, 1, 4)" in verdict.text
+
+
+def test_a_padding_mask_on_the_queries_with_a_head_axis_is_query_axis_not_a_wrong_shape():
+    # (B, 1, n, 1): the padding on the queries, with a head axis (issue 32, section 2)
+    verdict = diagnose(lambda is_real: is_real[:, None, :, None], piece="padding_mask")
+    assert verdict.mistake == "query_axis" and "must have shape (2, 1, 4)" in verdict.text, verdict.text
+    assert "(B, 1, n_k, 1)" in verdict.text
 
 
 # --------------------------------------------------------------------------

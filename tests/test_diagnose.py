@@ -190,6 +190,14 @@ def scale_by_d_v(Q, K, V, mask=None):
     return e / e.sum(axis=-1, keepdims=True) @ V
 
 
+def scale_by_shape(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-2])  # the number of queries, not the keys' width
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ V
+
+
 def two_faults(Q, K, V, mask=None):
     """No scaling and the softmax down the columns."""
     scores = Q @ np.swapaxes(K, -1, -2)
@@ -237,6 +245,7 @@ NAMED = [
     (two_faults, "no_scaling+wrong_axis", "axis=-1"),
     (scale_by_n_keys, "scale_by_n_keys", "number of keys"),
     (scale_by_d_v, "scale_by_d_v", "values' width"),
+    (scale_by_shape, "scale_by_shape", "sqrt(n_q) = sqrt(3)"),
 ]
 
 

@@ -72,9 +72,20 @@ def _attention():
     left_padded = causal_mask(4) & np.array([False, True, True, True])   # "[pad] the bank flooded", both masks
     cases.append(Case("empty row", "a left-padded sentence of 4 tokens under a causal and a padding mask, where "
                       "query 0 (the pad) may read no key", draw(4, d), draw(4, d), draw(4, d), left_padded, "masks"))
+    cases.append(_rows_apart(draw(2, 3)))
     for case in cases:
         _frozen(case.Q, case.K, case.V, case.mask)
     return tuple(cases)
+
+
+def _rows_apart(V):
+    """Two queries whose scaled scores are [0, 0] and [1000, 1001] (d_k = 4, every number exact in float32): one
+    maximum of the whole array subtracted leaves exp(0 - 1001) = 0 in the first row, and 0 / 0 (issue 32,
+    section 3)."""
+    K = np.array([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    Q = np.array([[0.0, 0.0, 0.0, 0.0], [2000.0, 2.0, 0.0, 0.0]])
+    return Case("rows apart", "rows of very different scale: Q and K of shape (2, 4), V (2, 3), scaled scores "
+                "[0, 0] for query 0 and [1000, 1001] for query 1", Q, K, V)
 
 
 def _random_attention(rng):
@@ -100,8 +111,9 @@ ATTENTION = _attention()
 """Every input the attention checker tries, in the order it tries them: eight small ones (plain inputs of shape
 (3, 4); wider keys, d_k = 16; 2 queries and 4 keys; values narrower than keys; scores large enough to overflow an
 exp that does not subtract the maximum; a causal mask; a padding mask; a batch of 2 sentences), one token
-(n = 1), three of seeded random shapes and values (plain, with two batch axes, with a random mask), and a
-row with nothing to attend to (a left-padded sentence under a causal and a padding mask): 13 in all."""
+(n = 1), three of seeded random shapes and values (plain, with two batch axes, with a random mask), a
+row with nothing to attend to (a left-padded sentence under a causal and a padding mask), and two queries whose
+scores lie 1000 apart (one maximum for the whole array underflows the lower row): 14 in all."""
 
 
 @dataclass(frozen=True)
@@ -385,6 +397,10 @@ def _multi_head():
         case("random (5, 12)", "random X (5, 12) and W of size about 0.5, num_heads = 3", 3, layer(12, 5, size=0.5)),
         case("random (2, 6, 8)", "random X (2, 6, 8) (2 sentences), num_heads = 4, mask = causal_mask(6)", 4,
              layer(8, 2, 6, size=0.7), causal_mask(6)),
+        case("rows apart", "rows of very different scale: X (2, 4) = [[0, 0, 0, 0], [40, 0, 0, 0]], num_heads = 2, "
+             "W_Q = W_K = I, so head 0's scaled scores are [0, 0] for token 0 and [0, 1131] for token 1", 2,
+             {**layer(4, 2), "X": np.array([[0.0, 0.0, 0.0, 0.0], [40.0, 0.0, 0.0, 0.0]]), "W_Q": np.eye(4),
+              "W_K": np.eye(4)}),
     )
 
 
@@ -431,9 +447,10 @@ split in 2, three heads, one head, one token, a batch, then two of random shapes
 MERGE_HEADS = _merge_heads(SPLIT_HEADS)
 """The inputs of the merge_heads checker: the heads of each split_heads input, ``x`` (..., num_heads, n, d_k)."""
 MULTI_HEAD = _multi_head()
-"""The inputs of the multi_head_attention checker, each unambiguous about its mask: 9 in all (two heads, four
+"""The inputs of the multi_head_attention checker, each unambiguous about its mask (two heads, four
 heads, one head, one token, a causal mask (n, n), a batch of 2 sentences, a padding mask with its head axis
-(B, 1, 1, n), then two random layers: width 12 with 3 heads, and a batch of 2 with 4 heads and a causal mask)."""
+(B, 1, 1, n), then two random layers: width 12 with 3 heads, and a batch of 2 with 4 heads and a causal mask),
+and two tokens whose scores lie 1131 apart (one maximum for the whole array underflows the lower row): 10 in all."""
 POSITIONAL = _positional()
 """The inputs of the positional_encoding checker, named (n, d_model): 6 in all ((4, 4), one position,
 d_model = 2, (3, 6), then two of random sizes)."""

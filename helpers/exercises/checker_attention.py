@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.attention import scaled_dot_product_attention
+from helpers.exercises import fitted
 from helpers.exercises.battery import ATTENTION as BATTERY
 from helpers.exercises.feedback import _fmt
 from helpers.exercises.runner import (
@@ -44,14 +45,17 @@ class _Model:
     """Attention with some of its parts done wrong. The defaults are the right way."""
 
     scale: object = "sqrt_d_k"   # "none", "d_k", "times_sqrt", "n_keys" (sqrt of the number of keys),
-                                 # "d_v" (sqrt of the values' width), or a float: a constant scale
+                                 # "d_v" (sqrt of the values' width), a float: a constant scale, or a
+                                 # fitted.SizeRule: divided by that rule on the case's sizes (:func:`sizes`)
     orient: str = "QK"           # "KQ": scores = K Q^T
     axis: str = "rows"           # "columns" (axis -2) or "first" (axis 0): softmax down the columns;
                                  # "second" (axis=1: the queries' axis once heads or a batch come first);
                                  # "sum_columns" (each row's maximum subtracted, the sum taken down the
-                                 # columns); "all": divided by the sum of everything
+                                 # columns); "all": divided by the sum of everything; an int: any other
+                                 # fixed axis (the axis family, :data:`FAMILIES`)
     mask: str = "where"          # "ignored", "added", "after_softmax", "multiplied", "flipped"
-    naive: bool = False          # True: softmax without subtracting the maximum
+    naive: object = False        # True: softmax without subtracting the maximum; "global": one maximum of
+                                 # the whole array subtracted (a row far below it underflows: 0 / 0)
     dot_T: bool = False          # True: .T instead of swapping the last two axes
 
     def faults(self):
@@ -60,7 +64,9 @@ class _Model:
         for part in ("scale", "mask", "axis", "naive", "orient", "dot_T"):
             value = getattr(self, part)
             if value != getattr(right, part):
-                keys.append(_FAULT_KEY[(part, value if isinstance(value, (str, bool)) else "constant")])
+                keys.append(_FAULT_KEY[(part, value if isinstance(value, (str, bool)) else
+                                        "rule" if isinstance(value, fitted.SizeRule) else
+                                        "fixed" if isinstance(value, int) else "constant")])
         return keys
 
     def predict(self, case):
@@ -82,9 +88,12 @@ class _Model:
                 warnings.simplefilter("ignore")
                 S = Q @ T(K) if self.orient == "QK" else K @ T(Q)
                 d_k = Q.shape[-1]
-                S = S * {"sqrt_d_k": 1 / np.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k,
-                         "times_sqrt": np.sqrt(d_k), "n_keys": 1 / np.sqrt(K.shape[n_axis]),
-                         "d_v": 1 / np.sqrt(V.shape[-1])}.get(self.scale, self.scale)
+                if isinstance(self.scale, fitted.SizeRule):
+                    S = S / self.scale.value(sizes(case))
+                else:
+                    S = S * {"sqrt_d_k": 1 / np.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k,
+                             "times_sqrt": np.sqrt(d_k), "n_keys": 1 / np.sqrt(K.shape[n_axis]),
+                             "d_v": 1 / np.sqrt(V.shape[-1])}.get(self.scale, self.scale)
                 keep, care = None, np.ones(S.shape[:-1], dtype=bool)
                 if mask is not None and self.mask != "ignored":
                     keep = np.broadcast_to(~mask if self.mask == "flipped" else mask, S.shape)
@@ -95,9 +104,11 @@ class _Model:
                         S = S + keep
                     elif self.mask == "multiplied":
                         S = S * keep
-                axis = {"rows": -1, "columns": -2, "first": 0, "second": 1, "sum_columns": -2,
-                        "all": None}[self.axis]
-                if not self.naive:
+                axis = self.axis if isinstance(self.axis, int) else {
+                    "rows": -1, "columns": -2, "first": 0, "second": 1, "sum_columns": -2, "all": None}[self.axis]
+                if self.naive == "global":
+                    S = S - np.max(S)
+                elif not self.naive:
                     top = np.max(S, axis=-1 if self.axis == "sum_columns" else axis, keepdims=True)
                     S = S - (np.where(np.isfinite(top), top, 0.0) if guard else top)
                 E = np.exp(S)
@@ -124,6 +135,9 @@ _FAULT_KEY = {
     ("axis", "first"): "wrong_axis",
     ("axis", "second"): "wrong_axis",
     ("axis", "sum_columns"): "wrong_axis",
+    ("axis", "fixed"): "wrong_axis",
+    ("naive", "global"): "no_max_subtraction",
+    ("scale", "rule"): "scale_by_shape",
     ("axis", "all"): "softmax_over_everything",
     ("mask", "after_softmax"): "mask_after_softmax",
     ("mask", "multiplied"): "mask_multiplied",
@@ -177,8 +191,49 @@ FAULTS = {
                        "K.shape[-1]. Divide by np.sqrt(K.shape[-1]).",
     "scale_by_d_v": "You divide by the square root of the values' width, d_v = V.shape[-1]; d_k is the keys' width, "
                     "K.shape[-1]. Divide by np.sqrt(K.shape[-1]).",
+    "scale_by_shape": "You divide the scores by {rule}, where {meaning} (on {case}); the formula divides by "
+                      "sqrt(d_k) = sqrt({d_k}), d_k the keys' width. Divide by np.sqrt(K.shape[-1]): only the keys' "
+                      "width keeps the scores' spread the same whatever the other sizes are.",
 }
 """Every mistake :func:`diagnose` can name, with what it tells the learner."""
+
+GLOBAL_MAX = ("You subtract one maximum for the whole array, not each row's own: a row whose scores lie far below "
+              "it underflows, exp(0 - 1001) is 0, and 0 / 0 is NaN. Subtract each row's maximum before np.exp: "
+              "e = np.exp(s - s.max(axis=-1, keepdims=True)).")
+"""no_max_subtraction's words when the maximum subtracted is the whole array's (issue 32, section 3)."""
+
+SIZE_MEANINGS = {"d_k": "d_k = K.shape[-1] is the keys' width", "n_q": "n_q = Q.shape[-2] is the number of queries",
+                 "n_k": "n_k = K.shape[-2] is the number of keys", "d_v": "d_v = V.shape[-1] is the values' width",
+                 "len(Q)": "len(Q) = Q.shape[0] is the number of queries for one sentence, the batch size for a batch",
+                 "len(K)": "len(K) = K.shape[0] is the number of keys for one sentence, the batch size for a batch"}
+"""What each size a scale may follow is, in the verdict's words."""
+
+
+def sizes(case):
+    """The sizes of an attention input a scale may be read from: name -> int (d_k first: the right one)."""
+    Q, K, V = case.Q, case.K, case.V
+    return {"d_k": Q.shape[-1], "n_q": Q.shape[-2], "n_k": K.shape[-2], "d_v": V.shape[-1], "len(Q)": Q.shape[0],
+            "len(K)": K.shape[0]}
+
+
+def axis_words(axis, ndim, heads=False):
+    """'the queries' axis' style: what a fixed softmax axis is for scores of ``ndim`` axes (None: it has none)."""
+    if not -ndim <= axis < ndim:
+        return None
+    k = axis % ndim
+    if k == ndim - 1:
+        return "the keys' axis"
+    if k == ndim - 2:
+        return "the queries' axis"
+    if heads and k == ndim - 3:
+        return "the heads' axis"
+    return "the batch axis" if ndim == 3 or k == 0 else f"batch axis {k}"
+
+
+def scale_words(rule, sizes_of_case, meanings, case_words, d_k):
+    """The verdict of a scale fitted to the learner's output and named by what it equals (:class:`fitted.SizeRule`)."""
+    return FAULTS["scale_by_shape"].format(rule=rule.formula(sizes_of_case), meaning=meanings.get(rule.name, rule.name),
+                                           case=case_words, d_k=d_k)
 
 
 # --------------------------------------------------------------------------
@@ -192,35 +247,80 @@ def _agrees(run, prediction, right_shape):
     return any(matches(run.out, expected, care) for expected, care in prediction)
 
 
+def fit_scale(scores, finish, target, mask=None):
+    """The constant s with finish(softmax(s * scores)) equal to ``target``, read off by fitted.fit_scalar, or None.
+
+    scores: the unscaled Q K^T; finish: weights (k, ...) -> outputs (k, ...) (weights @ V, and any merge); mask:
+    True = may attend, or None."""
+    S = np.asarray(scores, dtype=float)
+
+    def outputs(s):
+        Z = S[None] * s.reshape((-1,) + (1,) * S.ndim)
+        if mask is not None:
+            Z = np.where(mask, Z, -np.inf)
+        top = Z.max(axis=-1, keepdims=True)
+        E = np.exp(Z - np.where(np.isfinite(top), top, 0.0))
+        total = E.sum(axis=-1, keepdims=True)
+        return finish(E / np.where(total == 0, 1.0, total))
+
+    return fitted.fit_scalar(outputs, target, 1e-3, 1e2, rtol=RTOL, atol=ATOL)
+
+
 def _fit_constant(run):
     """The constant scale s with softmax(s Q K^T) V equal to the function's output on this case, or None."""
     case, out = run.case, run.out
-    if case.mask is not None or case.Q.ndim != 2 or out is None or not np.all(np.isfinite(out)):
+    if case.mask is not None or out is None or not np.all(np.isfinite(out)):
         return None
-    S = case.Q @ case.K.T
-
-    def outputs(s):
-        Z = S[None] * s[:, None, None]
-        E = np.exp(Z - Z.max(axis=-1, keepdims=True))
-        return (E / E.sum(axis=-1, keepdims=True)) @ case.V
-
-    if out.shape != (S.shape[0], case.V.shape[-1]):
+    if out.shape != case.Q.shape[:-1] + case.V.shape[-1:]:
         return None
-    with np.errstate(all="ignore"):
-        grid = np.geomspace(1e-3, 1e2, 601)
-        for _ in range(3):                         # a grid, then two finer grids around its best point
-            err = np.abs(outputs(grid) - out).max(axis=(1, 2))
-            best = int(np.argmin(err))
-            lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-            grid = np.linspace(lo, hi, 201)
-        s = float(grid[int(np.argmin(np.abs(outputs(grid) - out).max(axis=(1, 2))))])
-    return s if np.allclose(outputs(np.array([s]))[0], out, rtol=RTOL, atol=ATOL) else None
+    return fit_scale(case.Q @ np.swapaxes(case.K, -1, -2), lambda W: W @ case.V, out)
+
+
+def _fit_rules(runs):
+    """The size rules (fitted.size_rules) the scale read off the first wrong input that allows it may follow."""
+    for run in runs:
+        if not _agrees(run, RIGHT.predict(run.case), None):
+            s = _fit_constant(run)
+            if s is not None:
+                return [r for r in fitted.size_rules(1 / s, sizes(run.case)) if r.name is not None]
+    return []
+
+
+def _axes(runs):
+    """The fixed axes of the scores a softmax may be written along, beyond the three the fixed models try."""
+    ndim = max(len(run.case.Q.shape) for run in runs)
+    return [a for a in fitted.reduction_axes(ndim) if a not in (-2, 0, 1)]
+
+
+FAMILIES = (
+    fitted.Family("scale_by_shape", "scale", fit=_fit_rules, model=lambda case, rule: _Model(scale=rule).predict(case),
+                  words=lambda rule, run: scale_words(rule, sizes(run.case), SIZE_MEANINGS, run.case.words,
+                                                      run.case.Q.shape[-1]),
+                  right=lambda rule: rule.name == "d_k" and rule.power == 0.5 and rule.factor == 1.0),
+    fitted.Family("wrong_axis", "axis", fit=_axes, model=lambda case, axis: _Model(axis=axis).predict(case),
+                  words=lambda axis, run: _axis_text(axis, run)),
+)
+"""The faults with a parameter (fitted.Family), tried when no model of one or two fixed faults explains the
+output: a scale that follows another size of the inputs (sqrt(n_q), sqrt(2 d_k), ...), and a softmax along any
+other fixed axis of the scores."""
+
+
+def _axis_text(axis, run, heads=False, ndim=None):
+    """wrong_axis's words, naming the axis the learner's softmax runs along on the first input that went wrong."""
+    ndim = ndim or len(run.case.Q.shape)
+    what = axis_words(axis, ndim, heads)
+    where = (f"on {run.case.words}, that is {what} of the scores" if what else
+             f"the scores of {run.case.words} have {ndim} axes, so numpy refuses it; where they have it, it is not "
+             "the keys' axis")
+    return (f"Your softmax runs along axis={axis}: {where}. The weights must sum to 1 along each query's row of "
+            "keys (a fixed axis=1 is the keys' axis for one sentence, and another once heads or a batch come first, "
+            "as in a model). Take it along the last axis: axis=-1, with keepdims=True when you divide.")
 
 
 _SINGLE = [("scale", "none"), ("scale", "d_k"), ("scale", "times_sqrt"), ("mask", "added"), ("axis", "columns"),
            ("axis", "first"), ("axis", "all"), ("mask", "after_softmax"), ("mask", "multiplied"), ("mask", "flipped"),
            ("mask", "ignored"), ("naive", True), ("orient", "KQ"), ("dot_T", True), ("scale", "n_keys"),
-           ("scale", "d_v"), ("axis", "second"), ("axis", "sum_columns")]
+           ("scale", "d_v"), ("axis", "second"), ("axis", "sum_columns"), ("naive", "global")]
 
 
 def _candidates(constants, masks, batches):
@@ -299,11 +399,16 @@ def _first_difference(run):
                    f"\n{table}" if table else "")
 
 
-def _fault_text(key, constant):
+def _fault_text(key, model, first):
+    """What the fault ``key`` of ``model`` tells the learner, with the values read off the first wrong input."""
     text = FAULTS[key]
     if key == "constant_scale":
-        c = 1 / constant
+        c = 1 / model.scale
         text = text.format(c=_fmt(c), c2=_fmt(c * c))
+    elif key == "wrong_axis" and model.axis in ("columns", "first", "second"):
+        text = _axis_text({"columns": -2, "first": 0, "second": 1}[model.axis], first)
+    elif key == "no_max_subtraction" and model.naive == "global":
+        text = GLOBAL_MAX
     return text
 
 
@@ -315,6 +420,8 @@ def _verdict(fn, runs, masks, batches):
             return early
     changes, mutated = mutation_words(runs, "Q K V mask".split())
     also = f" Also, {changes}" if mutated else ""
+    longer = next((len(run.value) for run in runs if _longer_tuple(run.value)), None)
+    extra = "" if longer is None else "\n" + LONGER_TUPLE.format(n=_fmt(longer) if longer > 9 else NUMBERS[longer])
     right = [_agrees(run, RIGHT.predict(run.case), None) for run in runs]
     if all(right):
         if mutated:
@@ -341,7 +448,7 @@ def _verdict(fn, runs, masks, batches):
             text += f" ({' and '.join(untaught).capitalize()} were not tried: you meet them in notebook 04.)"
         if any(run.printed for run in runs):
             text += " (It prints while it runs; diagnose kept that out of sight.)"
-        return Diagnosis(True, None, text)
+        return Diagnosis(True, None, text + extra)
 
     first = runs[right.index(False)]
     where = f"It first goes wrong on {first.case.words}. {_first_difference(first)}"
@@ -351,11 +458,24 @@ def _verdict(fn, runs, masks, batches):
     model = _explain(runs, masks, batches)
     if model is not None:
         keys = model.faults()
-        constant = model.scale if not isinstance(model.scale, str) else None
-        text = "\n".join(_fault_text(key, constant) for key in keys)
-        return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}", first.case.name)
-    return Diagnosis(False, _unexplained_key(first), f"{_unexplained_text(first, name)}\n{where}{also}",
+        text = "\n".join(_fault_text(key, model, first) for key in keys)
+        return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}{extra}", first.case.name)
+    found = fitted.explain(FAMILIES, runs, lambda run, family, value: _agrees(
+        run, family.model(run.case, value), _expected(run.case)[0].shape))
+    if found is not None:
+        family, value = found
+        return Diagnosis(False, family.key, f"{family.words(value, first)}\n{where}{also}{extra}", first.case.name)
+    return Diagnosis(False, _unexplained_key(first), f"{_unexplained_text(first, name)}\n{where}{also}{extra}",
                      first.case.name)
+
+
+LONGER_TUPLE = ("(You return {n} things; the course's attention returns two, (output, weights): diagnose read the "
+                "first as the output. Return output, weights.)")
+NUMBERS = "zero one two three four five six seven eight nine".split()
+
+
+def _longer_tuple(value):
+    return isinstance(value, tuple) and len(value) > 2 and isinstance(value[0], np.ndarray)
 
 
 def _empty_rows_zero(run):

@@ -36,9 +36,9 @@ import numpy as np
 
 from helpers.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
 from helpers.course import BUILT_IN
-from helpers.exercises import checker_numeric
+from helpers.exercises import checker_numeric, fitted
 from helpers.exercises.battery import ATTENTION, MERGE_HEADS, MULTI_HEAD, SPLIT_HEADS
-from helpers.exercises.checker_attention import MASK_NAMES
+from helpers.exercises.checker_attention import MASK_NAMES, axis_words, fit_scale, scale_words
 from helpers.exercises.runner import call, fn_name, functions_called, matches, parameter, read_numbers
 
 __all__ = ["SPLIT_FAULTS", "MERGE_FAULTS", "MULTI_HEAD_FAULTS", "SPLIT", "MERGE", "MULTI"]
@@ -138,6 +138,10 @@ MULTI_HEAD_FAULTS = {
     "mask_ignored": (
         "mask", "Your function ignores the mask, so hidden keys still get weight. Pass it to each head's "
         "attention: np.where(mask, scores, -np.inf) before the softmax (it broadcasts over the heads)."),
+    "no_max_subtraction": (
+        "softmax", "Your softmax does not subtract each row's own maximum (none at all, or one for the whole array), "
+        "so a large score overflows exp, or a row far below the largest underflows to 0 / 0: NaN. Subtract each "
+        "row's maximum before np.exp: e = np.exp(s - s.max(axis=-1, keepdims=True))."),
     "head_axis": (
         "mask", "Your per-head attention sees the mask's head axis: a mask (B, 1, 1, n) against one head's scores "
         "(B, n, n) broadcasts to (B, B, n, n), every sentence against every sentence's padding. Drop it "
@@ -147,29 +151,53 @@ MULTI_HEAD_FAULTS = {
 """Every mistake the multi_head_attention checker names: key -> (part, what it tells the learner)."""
 
 
-def _softmax(S):
-    top = S.max(axis=-1, keepdims=True)
-    e = np.exp(S - np.where(np.isfinite(top), top, 0.0))
-    total = e.sum(axis=-1, keepdims=True)
-    return e / np.where(total == 0, 1.0, total)
+def _softmax(S, axis=-1, naive=False):
+    """The course's guarded softmax along ``axis``; naive: True, no maximum subtracted; "global": one maximum of
+    the whole array."""
+    if naive == "global":
+        S = S - np.max(S)
+    elif not naive:
+        top = S.max(axis=axis, keepdims=True)
+        S = S - np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(S)
+    total = e.sum(axis=axis, keepdims=True)
+    return e / (total if naive else np.where(total == 0, 1.0, total))   # a naive softmax: 0 / 0 is NaN
 
 
-def _multi_head(args, faults):
+def _right_merge(out, X):
+    return np.swapaxes(out, -2, -3).reshape(X.shape)
+
+
+def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf):
     """Multi-head attention in plain numpy, with the named faults; a list when a fault can be written several
-    ways (a reshape alone in the split, in the merge, or in both)."""
+    ways (a reshape alone in the split, in the merge, or in both). The families' parameters: scale, the factor of
+    the scores (None: 1/sqrt(d_k)); axis, the softmax's; perm, a fitted.AxesPermutation of the split's
+    (..., n, num_heads, d_k) reshape with where it is made: (perm, "both"), in the split and undone the same way in
+    the merge, (perm, "split") or (perm, "merge") alone; fill: what hidden scores are set to (-inf, or -1e9 as many
+    learners write it: the two differ once the softmax runs along another axis than the keys')."""
     X, h, mask = args["X"], args["num_heads"], args.get("mask")
     if "single_head" in faults:
         h = 1
     d_k = X.shape[-1] // h
-    scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(X.shape[-1] if "scale_by_d_model" in faults else d_k)
+    if scale is None:
+        scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(X.shape[-1] if "scale_by_d_model" in faults else d_k)
+    naive = [True, "global"] if "no_max_subtraction" in faults else [False]
 
-    def heads(split):
-        Q, K, V = (_split(X @ args[W], h, split) for W in ("W_Q", "W_K", "W_V"))
+    def heads(split, naive=False):
+        if split == "perm":
+            Q, K, V = (perm.apply(_cut(X @ args[W], h)) for W in ("W_Q", "W_K", "W_V"))
+        else:
+            Q, K, V = (_split(X @ args[W], h, split) for W in ("W_Q", "W_K", "W_V"))
         S = Q @ np.swapaxes(K, -1, -2) * scale
         if mask is not None and "mask_ignored" not in faults:
-            S = np.where(mask, S, -np.inf)
-        return _softmax(S) @ V
+            S = np.where(mask, S, fill)
+        return _softmax(S, axis, naive) @ V
 
+    if perm is not None:
+        perm, where = perm
+        out = heads("perm" if where in ("both", "split") else None)
+        merged = perm.undo(out).reshape(X.shape) if where in ("both", "merge") else _right_merge(out, X)
+        return merged @ args["W_O"]
     wrong = "reshape_without_transpose"
     ways = [(wrong, wrong), (wrong, None), (None, wrong)] if wrong in faults else [(None, None)]   # (split, merge)
     if "head_axis" in faults and mask is not None and mask.ndim > 2:   # a loop over heads, each given the whole mask
@@ -182,9 +210,214 @@ def _multi_head(args, faults):
             return np.concatenate(outs, axis=-1)
         merged = [one_head_at_a_time(split) for split in {split for split, _ in ways}]
         return [m if "no_output_projection" in faults else m @ args["W_O"] for m in merged]
-    found = {split: heads(split) for split in {split for split, _ in ways}}
-    merged = [_merge(found[split], merge) for split, merge in ways]
+    merged = []
+    for how in naive:
+        found = {split: heads(split, how) for split in {split for split, _ in ways}}
+        merged += [_merge(found[split], merge) for split, merge in ways]
     return [m if "no_output_projection" in faults else m @ args["W_O"] for m in merged]
+
+
+# --------------------------------------------------------------------------
+# Faults with a parameter: a transpose with fixed axes (split, merge, multi-head), a scale, a softmax axis
+# --------------------------------------------------------------------------
+
+def _cut(x, h):
+    """x (..., n, d_model) reshaped to (..., n, num_heads, d_k): where a split's transpose starts."""
+    return x.reshape(*x.shape[:-1], h, x.shape[-1] // h)
+
+
+def _axis_names(ndim, last):
+    """Names of the axes of an array of ``ndim`` axes ending with the three of ``last``."""
+    lead = ndim - len(last)
+    first = ["the batch axis"] if lead == 1 else [f"leading axis {k}" for k in range(lead)]
+    return first + list(last)
+
+
+SPLIT_AXES = ("the tokens' axis", "the heads' axis", "each head's features (d_k)")
+HEADS_AXES = ("the heads' axis", "the tokens' axis", "each head's features (d_k)")
+
+
+def _what_it_swaps(perm, ndim, names):
+    """'swaps the heads' axis with each head's features (d_k)' style, for an array of ``ndim`` axes."""
+    try:                        # axes of distinct sizes: each size tells where its axis went
+        moved = [k - 2 for k in perm.apply(np.empty(tuple(range(2, ndim + 2)))).shape]
+    except Exception:
+        return f"numpy refuses it: {perm.formula()} names the axes of an array of another number of axes"
+    changed = [k for k in range(ndim) if moved[k] != k]
+    if len(changed) == 2:
+        i, j = changed
+        return f"it swaps {names[i]} with {names[j]}"
+    return "it puts the axes in the order " + ", ".join(names[k] for k in moved)
+
+
+def _perm_words(perm, run, source, names, whole, fix):
+    ndim = np.ndim(source)
+    return (f"You transpose with fixed axes, {perm.formula()} {whole}: on {run.case.words}, "
+            f"{_what_it_swaps(perm, ndim, names)}. Fixed axes do one thing to a batch and another to one sentence. "
+            f"{fix}")
+
+
+def _fit_perm(runs, expected, fit):
+    """The permutations fitted on the first wrong output, then on the first right one: code with fixed axes is
+    often right on a batch and refuses one sentence (transpose(0, 2, 1, 3)), so no wrong output is left to fit."""
+    found = []
+    for wrong in (True, False):
+        run = next((r for r in runs if r.out is not None and wrong != matches(r.out, expected(r.case.args))), None)
+        if run is not None:
+            found += fit(run.case.args, run.out)
+    return found
+
+
+def _fit_split_perm(runs):
+    return _fit_perm(runs, lambda a: np.asarray(split_heads(a["x"], a["num_heads"])),
+                     lambda a, out: fitted.fit_permutation(_cut(a["x"], a["num_heads"]), out))
+
+
+def _right_swap(perm):
+    return perm.swap and set(perm.axes) == {-2, -3}
+
+
+SPLIT_PERM = fitted.Family(
+    "axes_permuted", "layout", fit=_fit_split_perm,
+    model=lambda a, perm: perm.apply(_cut(a["x"], a["num_heads"])),
+    words=lambda perm, run: _perm_words(
+        perm, run, _cut(run.case.args["x"], run.case.args["num_heads"]),
+        _axis_names(run.case.args["x"].ndim + 1, SPLIT_AXES), "after the reshape to (..., n, num_heads, d_k)",
+        "Swap only the tokens and heads axes, counted from the end: np.swapaxes(x, -2, -3)."),
+    right=_right_swap)
+
+
+def _merge_ways(x, y):
+    """The merged arrays a merge makes of its transposed heads y: reshaped to x's (..., n, num_heads * d_k), or its
+    own last two axes merged."""
+    *lead, h, n, d_k = x.shape
+    ways = []
+    for shape in (tuple(lead) + (n, h * d_k), y.shape[:-2] + (-1,)):
+        try:
+            ways.append(y.reshape(shape))
+        except Exception:
+            pass
+    return ways
+
+
+def _fit_merge_perm(runs):
+    return _fit_perm(runs, lambda a: np.asarray(merge_heads(a["x"])),
+                     lambda a, out: fitted.fit_permutation(a["x"], out, after=lambda y: _merge_ways(a["x"], y)))
+
+
+def _merge_model(a, perm):
+    ways = _merge_ways(a["x"], perm.apply(a["x"]))
+    return ways or None
+
+
+MERGE_PERM = fitted.Family(
+    "axes_permuted", "layout", fit=_fit_merge_perm, model=_merge_model,
+    words=lambda perm, run: _perm_words(
+        perm, run, run.case.args["x"], _axis_names(run.case.args["x"].ndim, HEADS_AXES),
+        "before the reshape", "Swap only the heads and tokens axes, counted from the end, np.swapaxes(x, -2, -3), "
+        "then reshape to (..., n, num_heads * d_k)."),
+    right=_right_swap)
+
+
+def _mha_sizes(a):
+    X, h = a["X"], a["num_heads"]
+    return {"d_k": X.shape[-1] // h, "d_model": X.shape[-1], "num_heads": h, "n": X.shape[-2], "len(X)": X.shape[0]}
+
+
+MHA_MEANINGS = {"d_k": "d_k = d_model / num_heads is each head's width", "d_model": "d_model = X.shape[-1]",
+                "num_heads": "num_heads is the number of heads", "n": "n = X.shape[-2] is the number of tokens",
+                "len(X)": "len(X) = X.shape[0] is the number of tokens for one sentence, the batch size for a batch"}
+
+
+def _mha_fit_scale(run):
+    """The factor of the scores read off the output of one multi-head input (heads split and merged right)."""
+    a, out = run.case.args, run.out
+    if out is None or out.shape != a["X"].shape or not np.all(np.isfinite(out)):
+        return None
+    X, h, mask = a["X"], a["num_heads"], a.get("mask")
+    Q, K, V = (split_heads(X @ a[W], h) for W in ("W_Q", "W_K", "W_V"))
+
+    def finish(W):                          # (k, ..., h, n, n) -> (k, ..., n, d_model)
+        heads = W @ V
+        return np.swapaxes(heads, -2, -3).reshape(heads.shape[:1] + X.shape) @ a["W_O"]
+
+    return fit_scale(Q @ np.swapaxes(K, -1, -2), finish, out, mask)
+
+
+def _mha_rules(runs, constant):
+    for run in runs:
+        if run.out is not None and not matches(run.out, MULTI.expected(run.case.args)):
+            s = _mha_fit_scale(run)
+            if s is not None:
+                rules = fitted.size_rules(1 / s, _mha_sizes(run.case.args))
+                return [r for r in rules if (r.name is None) == constant]
+    return []
+
+
+def _mha_scale_words(rule, run):
+    a = run.case.args
+    if rule.name is None:
+        return (f"You divide each head's scores by {rule.formula()} whatever d_k is, which is right only when "
+                f"d_k = {fitted.SizeRule(None, 1.0, rule.factor ** 2).formula()}. Divide by np.sqrt(d_k), "
+                "d_k = d_model / num_heads, each head's width: a fixed number does not follow it.")
+    return scale_words(rule, _mha_sizes(a), MHA_MEANINGS, run.case.words, _mha_sizes(a)["d_k"]).replace(
+        "You divide the scores", "You divide each head's scores").replace(
+        "Divide by np.sqrt(K.shape[-1]): only the keys' width", "Divide by np.sqrt(d_k), d_k = d_model / num_heads: "
+        "only each head's width").replace("d_k the keys' width", "each head's width")
+
+
+def _is_d_k(rule):
+    return rule.name == "d_k" and rule.power == 0.5 and rule.factor == 1.0
+
+
+MHA_CONSTANT = fitted.Family(
+    "constant_scale", "scale", fit=lambda runs: _mha_rules(runs, True),
+    model=lambda a, rule: _multi_head(a, frozenset(), scale=1 / rule.value(_mha_sizes(a))), words=_mha_scale_words)
+MHA_SHAPE = fitted.Family(
+    "scale_by_shape", "scale", fit=lambda runs: _mha_rules(runs, False),
+    model=lambda a, rule: _multi_head(a, frozenset(), scale=1 / rule.value(_mha_sizes(a))), words=_mha_scale_words,
+    right=_is_d_k)
+
+
+def _mha_axis_words(axis, run):
+    ndim = run.case.args["X"].ndim + 1
+    what = axis_words(axis, ndim, heads=True)
+    where = (f"on {run.case.words}, the scores have shape (..., num_heads, n, n) and that is {what}" if what else
+             f"the scores of {run.case.words} have {ndim} axes, so numpy refuses it")
+    return (f"Your softmax runs along axis={axis}: {where}. The weights must sum to 1 along each query's row of "
+            "keys, the last axis, whatever comes before it: axis=-1, with keepdims=True when you divide.")
+
+
+MHA_AXIS = fitted.Family(
+    "wrong_axis", "softmax", fit=lambda runs: fitted.reduction_axes(max(r.case.args["X"].ndim + 1 for r in runs)),
+    model=lambda a, axis: [m for fill in (-np.inf, -1e9) for m in _multi_head(a, frozenset(), axis=axis, fill=fill)],
+    words=_mha_axis_words)
+
+
+def _mha_perms(runs):
+    """Every fixed-axes transpose a split of (..., n, num_heads, d_k) may be written with: each swap, spelled
+    positive, from the end or mixed, for 3 and 4 axes, then every order of 4 axes."""
+    import itertools
+    found = []
+    for ndim in (4, 3):
+        for i, j in itertools.combinations(range(ndim), 2):
+            found += [p for p in fitted.swap_spellings(i, j, ndim) if p not in found]
+    found += [fitted.AxesPermutation(order) for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)]
+    return [(perm, where) for perm in found for where in ("both", "split", "merge")]
+
+
+MHA_PERM = fitted.Family(
+    "axes_permuted", "layout", fit=_mha_perms,
+    model=lambda a, value: [_multi_head(a, frozenset(), perm=value, fill=fill) for fill in (-np.inf, -1e9)],
+    words=lambda value, run: _perm_words(
+        value[0], run, _cut(run.case.args["X"], run.case.args["num_heads"]),
+        _axis_names(run.case.args["X"].ndim + 1, SPLIT_AXES),
+        {"both": "in the split (after the reshape to (..., n, num_heads, d_k)) and in the merge",
+         "split": "in the split (after the reshape to (..., n, num_heads, d_k))",
+         "merge": "in the merge (before the reshape back to (..., n, d_model))"}[value[1]],
+        "Swap only the tokens and heads axes, counted from the end: np.swapaxes(x, -2, -3), in the split and in "
+        "the merge."),
+    right=lambda value: _right_swap(value[0]))
 
 
 SPLIT = checker_numeric.Piece(
@@ -193,14 +426,15 @@ SPLIT = checker_numeric.Piece(
     model=lambda a, faults: _split(a["x"], a["num_heads"], _one(faults)),
     faults=SPLIT_FAULTS, shape="(..., num_heads, n, d_model / num_heads)", returns="the heads",
     hint="Print split_heads(np.arange(12.0).reshape(3, 4), 2) beside yours: head 0 holds features 0 and 1 of every "
-         "token.")
+         "token.", families=(SPLIT_PERM,))
 
 MERGE = checker_numeric.Piece(
     name="merge_heads", cases=MERGE_HEADS, arguments=("x",),
     expected=lambda a: merge_heads(a["x"]),
     model=lambda a, faults: _merge(a["x"], _one(faults)),
     faults=MERGE_FAULTS, shape="(..., n, num_heads * d_k)", returns="the merged features",
-    hint="Check that merge_heads(split_heads(x, h)) gives x back for x = np.arange(12.0).reshape(3, 4).")
+    hint="Check that merge_heads(split_heads(x, h)) gives x back for x = np.arange(12.0).reshape(3, 4).",
+    families=(MERGE_PERM,))
 
 # --------------------------------------------------------------------------
 # The attention a multi-head function calls: is the mask fault its own, or that attention's?
@@ -248,11 +482,45 @@ def _blame_the_attention(fn, verdict, time_limit):
     return verdict
 
 
+SYMPTOMS = ("raised", "exit", "returned_none", "not_numbers", "wrong_shape", "nan_inf", "different")
+"""Verdicts that name no cause: a wrong attention the function calls may be it."""
+OWN_VERDICTS = ("not_attempted", "too_slow", "mutates_inputs", "low_precision", "no_mask_argument")
+"""Verdicts about the multi-head function itself, never sent on to the attention it calls."""
+
+
+def _blame_the_inner_attention(fn, verdict, time_limit):
+    """The verdict, told that the attention ``fn`` calls is wrong on its own, with that attention's own key and
+    diagnose's verdict on it, when ``fn`` is wrong (raises, NaN, a fault) and its attention is: the learner then
+    debugs the right function (as finale.check_your_block does for a block; notebook 05 calls attention on heads)."""
+    if verdict.correct or verdict.mistake in OWN_VERDICTS:
+        return verdict
+    from helpers.exercises.diagnose import diagnose        # diagnose imports this module
+    keys = set(verdict.mistake.split("+"))
+    for attention in functions_called(fn, lambda name: "attention" in name.lower() and "multi" not in name.lower()):
+        own = diagnose(attention, piece="attention", time_limit=time_limit)
+        if own.correct or own.mistake in ("not_attempted", "too_slow", "interrupted", "not_diagnosed"):
+            continue
+        # the attention's fault explains the symptom, or is the fault found (not one the battery never meets here)
+        if not (keys & set(SYMPTOMS) or keys & set(own.mistake.split("+"))):
+            continue
+        name, callee = fn_name(fn), fn_name(attention)
+        told = (f"The attention {name} calls, {callee}, is wrong on its own: diagnose({callee}) finds {own.mistake}. "
+                f"Fix it first, in workbook.py, and run this cell again. diagnose says of {callee}:\n{own.text}\n"
+                f"What {name} gives with it:\n")
+        return dataclasses.replace(verdict, mistake=own.mistake, text=told + verdict.text)
+    return verdict
+
+
 class _MultiHead(checker_numeric.Piece):
-    """multi_head_attention's piece: its verdict also asks whether a mask fault belongs to the attention it calls."""
+    """multi_head_attention's piece: its verdict also asks whether a fault belongs to the attention it calls (a
+    mask it ignores or takes none of; any fault of its own)."""
 
     def check(self, fn, time_limit):
-        return _blame_the_attention(fn, checker_numeric.check(self, fn, time_limit), time_limit)
+        verdict = checker_numeric.check(self, fn, time_limit)
+        blamed = _blame_the_attention(fn, verdict, time_limit)
+        if blamed is not verdict:
+            return blamed
+        return _blame_the_inner_attention(fn, verdict, time_limit)
 
 
 MULTI = _MultiHead(
@@ -262,5 +530,5 @@ MULTI = _MultiHead(
     model=_multi_head, faults=MULTI_HEAD_FAULTS, shape="(..., n, d_model)", returns="the output",
     hint="Compare it with helpers.attention.multi_head_attention step by step: Q = X @ W_Q, split into heads, "
          "scores / sqrt(d_k), mask, softmax, weights @ V, merge, @ W_O.",
-    optional={"mask": (MASK_NAMES, 6)}, pair=True)
+    optional={"mask": (MASK_NAMES, 6)}, pair=True, families=(MHA_CONSTANT, MHA_SHAPE, MHA_AXIS, MHA_PERM))
 

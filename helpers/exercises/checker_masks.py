@@ -46,10 +46,11 @@ CAUSAL_FAULTS = {
 """Every mistake of a causal mask the checker names: key -> (what it tells the learner, the mask it builds)."""
 
 PADDING_FAULTS = {
-    "query_axis": ("Your mask puts the padding on the queries (rows), is_real[:, :, None], shape (B, n_k, 1): it "
-                   "hides whole rows, and the [PAD] keys stay visible to every real query. Padding hides keys: "
-                   "is_real[:, None, :], shape (B, 1, n_k).",
-                   lambda r: r[:, :, None]),
+    "query_axis": ("Your mask puts the padding on the queries (rows), is_real[:, :, None], shape (B, n_k, 1) (or "
+                   "with a head axis, is_real[:, None, :, None], shape (B, 1, n_k, 1)): it hides whole rows, and the "
+                   "[PAD] keys stay visible to every real query. Padding hides keys: is_real[:, None, :], shape "
+                   "(B, 1, n_k).",
+                   lambda r: [r[:, :, None], r[:, None, :, None]]),
     "not_broadcast": ("Your mask is is_real itself, shape (B, n_k). Against scores (B, n_q, n_k) numpy lines B up "
                       "with the queries axis: when B equals n_q nothing fails, and the wrong keys are hidden from "
                       "the wrong queries. Give it a query axis of length 1: is_real[:, None, :].",
@@ -144,9 +145,13 @@ def _check(fn, time_limit, piece, cases, argument, expected, faults):
         shown = "Your mask beside the expected one (1 = may attend):\n" + side_by_side(
             first.out.astype(int), want.astype(int))
     where = f"It first goes wrong on {first.case.words}. {shown}"
+    def ways(mask):                # a model may build its mask several ways (a list): one of them, on every input
+        return mask if isinstance(mask, list) else [mask]
+
     keys = [] if all(right) else next(([key] for key, (_, model) in faults.items()
-                                        if all(run.out is not None and same(run, model(run.case.args[argument]))
-                                               for run in runs)), None)
+                                        if any(all(run.out is not None and same(run, ways(model(run.case.args[argument]))[i])
+                                                   for run in runs)
+                                               for i in range(len(ways(model(runs[0].case.args[argument])))))), None)
     if keys is None:
         key, text = _unexplained(first, name, want, arg)
         return Diagnosis(False, key, f"{text}\n{where}{also}", first.case.name, piece)

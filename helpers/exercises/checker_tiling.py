@@ -33,6 +33,7 @@ import itertools
 import numpy as np
 
 from helpers.attention import scaled_dot_product_attention
+from helpers.exercises import fitted
 from helpers.exercises.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
 from helpers.exercises.feedback import _read
 from helpers.exercises.runner import (
@@ -173,8 +174,9 @@ def _tiled(Q, K, V, block_size, faults, form):
         return acc / (np.where(l == 0, 1.0, l) if form.get("empty") == "zeros" else l)[..., None]
 
 
-def _kv(cache_keys, cache_values, q, k, v, faults, form):
-    """One decoding step with ``faults``; None where numpy refuses the computation (or an empty softmax)."""
+def _kv(cache_keys, cache_values, q, k, v, faults, form, scale=None):
+    """One decoding step with ``faults``; None where numpy refuses the computation (or an empty softmax).
+    scale: the factor of the scores (a fitted family's; None: 1/sqrt(d_k), or 1 with no_scaling)."""
     try:
         with np.errstate(all="ignore"):
             if "new_token_not_attended" in faults:
@@ -188,7 +190,9 @@ def _kv(cache_keys, cache_values, q, k, v, faults, form):
             if keys.shape[0] == 0:
                 return {"refuse": None, "zeros": np.zeros(values.shape[-1]),
                         "nan": np.full(values.shape[-1], np.nan)}[form.get("empty", "refuse")]
-            scores = keys @ q * (1.0 if "no_scaling" in faults else 1 / np.sqrt(q.shape[-1]))
+            if scale is None:
+                scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(q.shape[-1])
+            scores = keys @ q * scale
             e = np.exp(scores if "no_max_subtraction" in faults else scores - scores.max())
             return e / e.sum() @ values
     except Exception:
@@ -559,9 +563,81 @@ def _agrees_kv(run, faults, strict):
     return any(_same_array(run.out, _kv(*(a[k] for k in KV_ARGS), faults, form)) for form in _forms("kv", faults))
 
 
+def _kv_sizes(a):
+    return {"d_k": a["q"].shape[-1], "t + 1": a["cache_keys"].shape[0] + 1, "t": a["cache_keys"].shape[0],
+            "d_v": a["v"].shape[-1]}
+
+
+KV_MEANINGS = {"d_k": "d_k = q.shape[-1] is the keys' width", "t + 1": "t + 1 is the number of keys so far (the cached ones and the new token's)",
+               "t": "t = len(cache_keys) is the number of cached tokens", "d_v": "d_v = v.shape[-1] is the values' width"}
+
+
+def _kv_rules(runs, which):
+    """The size rules the scale read off the first wrong step may follow, those of the family ``which``."""
+    from helpers.exercises.checker_attention import fit_scale
+    for run in runs:
+        a = run.case.args
+        want = _right_kv(run.case)
+        if run.out is None or run.out.shape != want.shape or _same_array(run.out, want):
+            continue
+        keys, values = np.vstack([a["cache_keys"], a["k"]]), np.vstack([a["cache_values"], a["v"]])
+        s = fit_scale(keys @ a["q"], lambda W: W @ values, run.out)
+        if s is not None:
+            return [r for r in fitted.size_rules(1 / s, _kv_sizes(a)) if _kv_family(r) == which]
+    return []
+
+
+def _kv_family(rule):
+    if rule.name is None:
+        return "constant_scale"
+    if rule.power == 0.5 and rule.factor == 1.0 and rule.name in ("t + 1", "d_v", "d_k"):
+        return {"t + 1": "scale_by_n_keys", "d_v": "scale_by_d_v", "d_k": "right"}[rule.name]
+    return "scale_by_shape"
+
+
+def _kv_words(rule, run):
+    from helpers.exercises.checker_attention import scale_words
+    a = run.case.args
+    if rule.name is None:
+        return (f"You divide the scores by {rule.formula()} whatever d_k is, which is right only when d_k = "
+                f"{fitted.SizeRule(None, 1.0, rule.factor ** 2).formula()}. Divide q . k_j by np.sqrt(d_k), d_k = "
+                "q.shape[-1]: a fixed number does not follow the keys' width.")
+    return scale_words(rule, _kv_sizes(a), KV_MEANINGS, run.case.words, a["q"].shape[-1]).replace(
+        "np.sqrt(K.shape[-1])", "np.sqrt(q.shape[-1])")
+
+
+def _kv_scale_family(key):
+    return fitted.Family(key, "scale", fit=lambda runs: _kv_rules(runs, key),
+                         model=lambda a, rule: _kv(*(a[k] for k in KV_ARGS), frozenset(), {},
+                                                   scale=1 / rule.value(_kv_sizes(a))),
+                         words=_kv_words)
+
+
+KV_FAMILIES = tuple(_kv_scale_family(key) for key in ("scale_by_n_keys", "scale_by_d_v", "constant_scale",
+                                                       "scale_by_shape"))
+"""kv_cache_step's faults with a parameter: a scale read off the output (fitted.fit_scalar) and named by what it
+equals (1/sqrt(t + 1), the number of keys so far: scale_by_n_keys; sqrt(d_v): scale_by_d_v; a constant; another
+size), tried when no fixed fault explains the output."""
+KV_FAMILY_KEYS = tuple(f.key for f in KV_FAMILIES)
+
+
 def check_kv_step(fn, time_limit):
     """Run ``fn(cache_keys, cache_values, q, k, v)`` on its battery and return its Diagnosis."""
     runs = _run_all(fn, KV_CACHE_STEP, lambda c: ([(k, c.args[k]) for k in KV_ARGS], {}), time_limit, _read_first)
+    verdict = _kv_verdict(fn, runs)
+    if verdict.correct or verdict.mistake not in ("different", "nan_inf", "wrong_shape", "raised"):
+        return verdict
+    found = fitted.explain(KV_FAMILIES, runs, lambda run, family, value: _same_array(
+        run.out, family.predict(run.case.args, value)[0] if family.predict(run.case.args, value) else None))
+    if found is None:
+        return verdict
+    family, value = found
+    first = next(run for run in runs if not _same_array(run.out, _right_kv(run.case)))
+    text = family.words(value, first) + "\n" + verdict.text.split("\n", 1)[1]
+    return dataclasses.replace(verdict, mistake=family.key, text=text)
+
+
+def _kv_verdict(fn, runs):
     return _verdict_of_output(
         fn, runs, "kv_cache_step", _right_kv, KV_KEYS, _agrees_kv,
         "the output of one token is one vector of d_v entries, shape (d_v,).",

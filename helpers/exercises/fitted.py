@@ -20,13 +20,15 @@ Used by the checker modules (checker_*.py); it imports nothing of the course.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules", "nice_values", "number"]
+__all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules", "nice_values", "number", "AxesPermutation",
+           "fit_permutation", "swap_spellings", "reduction_axes"]
 
 
 @dataclass(frozen=True)
@@ -205,3 +207,76 @@ def number(x):
 
 
 __all__ += ["fit_factor", "axis_candidates"]
+
+
+# --------------------------------------------------------------------------
+# Axes: a permutation written with fixed axes, and the axes a reduction may run along
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AxesPermutation:
+    """A transpose written with fixed axes, as code writes it: ``swapaxes(i, j)`` (``swap``) or ``transpose(*axes)``.
+
+    Fixed axes mean the same code does different things to arrays of different numbers of axes: swapaxes(1, 2)
+    swaps tokens and heads of (B, n, h, d_k) but heads and d_k of (n, h, d_k); transpose(1, 0, 2) refuses a
+    4-D array. :meth:`apply` does what numpy does (and raises where numpy refuses)."""
+
+    axes: tuple
+    swap: bool = False
+
+    def apply(self, a):
+        return np.swapaxes(a, *self.axes) if self.swap else np.transpose(a, self.axes)
+
+    def undo(self, a):
+        """The inverse transpose, written with the same axes (a swap is its own inverse)."""
+        return self.apply(a) if self.swap else np.transpose(a, np.argsort(self.axes))
+
+    def formula(self):
+        return f"swapaxes({self.axes[0]}, {self.axes[1]})" if self.swap else f"transpose{tuple(self.axes)}"
+
+
+def swap_spellings(i, j, ndim):
+    """The ways code writes the swap of axes i and j (0 <= i < j < ndim) with fixed axes: positive, from the end,
+    and mixed, positive first: each does something else to an array of another number of axes."""
+    found = []
+    for a in (i, i - ndim):
+        for b in (j, j - ndim):
+            found.append(AxesPermutation((a, b), swap=True))
+    found.sort(key=lambda p: (sum(x < 0 for x in p.axes) not in (0, 2), sum(x < 0 for x in p.axes)))
+    return found
+
+
+def fit_permutation(source, target, after=lambda y: [y], match=None):
+    """Every :class:`AxesPermutation` with ``after(p.apply(source))`` holding ``target`` (any of its ways), simplest
+    first: each swap in its fixed spellings (:func:`swap_spellings`), then each other order as ``transpose(...)``.
+
+    after: y -> the arrays the code makes of the transposed array (a reshape, say); match(a, b) -> bool
+    (default np.allclose of same shapes). The identity is left out (no transpose at all is a fault of its own).
+    For a permutation fitted on one input and then checked on inputs of other numbers of axes."""
+    source, target = np.asarray(source), np.asarray(target)
+    match = match or (lambda a, b: a.shape == b.shape and bool(np.allclose(a, b, equal_nan=True)))
+    ndim = source.ndim
+    swaps, others = [], []
+    if ndim > 6:
+        return []
+    for order in itertools.permutations(range(ndim)):
+        if list(order) == list(range(ndim)):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                ways = after(np.transpose(source, order))
+            if not any(w is not None and match(np.asarray(w), target) for w in ways):
+                continue
+        except Exception:
+            continue
+        moved = [k for k in range(ndim) if order[k] != k]
+        if len(moved) == 2:
+            swaps += swap_spellings(moved[0], moved[1], ndim)
+        others.append(AxesPermutation(tuple(order)))
+    return swaps + others
+
+
+def reduction_axes(ndim):
+    """The axes a softmax (or any reduction) of an array with up to ``ndim`` axes may be written along, but the
+    last: -2 first (the usual slip), then each fixed axis from 0, then the other axes counted from the end."""
+    return [-2] + list(range(ndim - 1)) + [-k for k in range(3, ndim + 1)]

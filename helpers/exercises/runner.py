@@ -121,9 +121,13 @@ def parameter(fn, names, position, default_none=False, default_int=False):
 
 
 def read_numbers(value, pair=False):
-    """(output, weights, problem) for what the function returned; ``pair``: an (output, weights) pair is allowed."""
+    """(output, weights, problem) for what the function returned; ``pair``: an (output, weights) pair is allowed,
+    and a longer tuple whose first entry is an array is read as its output first (``(output, weights, scores)``;
+    the weights of such a tuple are not read: None)."""
     weights = None
-    if pair and (isinstance(value, tuple) and len(value) == 2 or (
+    if pair and isinstance(value, tuple) and len(value) > 2 and isinstance(value[0], np.ndarray):
+        value = value[0]
+    elif pair and (isinstance(value, tuple) and len(value) == 2 or (
             isinstance(value, list) and len(value) == 2 and isinstance(value[0], np.ndarray))):
         value, weights = value
         weights, _ = _read(weights)

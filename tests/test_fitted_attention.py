@@ -1,0 +1,278 @@
+"""Faults with a fitted parameter in attention, multi-head attention, the head split and merge, the KV-cache step
+and the masks (issue 32, sections 1 to 4): each wrong function is written the way public code writes it, and its
+verdict names the key and the learner's own value, read off inputs of several sizes."""
+
+import numpy as np
+import pytest
+
+from helpers.exercises import diagnose
+from helpers.exercises.battery import ATTENTION
+
+
+def _attend(scores, V, mask=None, axis=-1, top=None):
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    m = scores.max(axis=axis, keepdims=True) if top is None else top(scores)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(scores - m)
+    total = e.sum(axis=axis, keepdims=True)
+    return e / np.where(total == 0, 1.0, total) @ V
+
+
+# --------------------------------------------------------------------------
+# attention: the scale, the axis, one maximum for everything, three things returned
+# --------------------------------------------------------------------------
+
+def attention_len_q(Q, K, V, mask=None):
+    """d_k read as Q.shape[0]: the number of queries for one sentence, the batch size for a batch."""
+    return _attend(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[0]), V, mask)
+
+
+def attention_n_q(query, key, value, mask=None):
+    n_q = query.shape[-2]
+    return _attend(query @ np.swapaxes(key, -1, -2) / n_q ** 0.5, value, mask)
+
+
+def attention_two_d_k(Q, K, V, mask=None):
+    return _attend(Q @ np.swapaxes(K, -1, -2) / np.sqrt(2 * K.shape[-1]), V, mask)
+
+
+@pytest.mark.parametrize("fn, value", [
+    (attention_len_q, "sqrt(len(Q)) = sqrt(3)"), (attention_n_q, "sqrt(n_q) = sqrt(3)"),
+    (attention_two_d_k, "sqrt(2 d_k) = sqrt(8)"),
+])
+def test_a_scale_that_follows_another_size_is_named_with_its_value(fn, value):
+    verdict = diagnose(fn)
+    assert verdict.mistake == "scale_by_shape", verdict.text
+    assert value in verdict.text and "sqrt(d_k) = sqrt(4)" in verdict.text, verdict.text
+
+
+def test_the_scale_family_fits_across_sizes_not_one_member():
+    # on one sentence len(Q) is n_q; only a batch tells them apart: the same fit names each by the rule it follows
+    sizes = {(c.Q.shape[0], c.Q.shape[-2]) for c in ATTENTION}
+    assert any(a != b for a, b in sizes) and len({b for _, b in sizes}) > 2
+    assert "n_q = Q.shape[-2]" in diagnose(attention_n_q).text
+    assert "len(Q) = Q.shape[0]" in diagnose(attention_len_q).text
+    # before batches are taught, Q.shape[0] is n_q on every input
+    assert "sqrt(n_q) = sqrt(3)" in diagnose(attention_len_q, masks=False, batches=False).text
+
+
+def attention_axis(axis):
+    def fn(Q, K, V, mask=None):
+        return _attend(Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1]), V, mask, axis=axis)
+    fn.__name__ = f"attention_axis_{axis}".replace("-", "minus_")
+    return fn
+
+
+@pytest.mark.parametrize("axis, words", [(-3, "axis=-3"), (2, "axis=2"), (1, "axis=1")])
+def test_a_softmax_along_any_fixed_axis_is_wrong_axis_naming_the_axis(axis, words):
+    verdict = diagnose(attention_axis(axis))
+    assert verdict.mistake == "wrong_axis", verdict.text
+    assert f"Your softmax runs along {words}" in verdict.text and "axis=-1" in verdict.text
+
+
+def attention_global_max(Q, K, V, mask=None):
+    """One maximum for the whole array, each row's own sum."""
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -1e9)
+    e = np.exp(s - s.max())
+    return e / e.sum(axis=-1, keepdims=True) @ V
+
+
+def test_one_maximum_for_the_whole_array_is_caught_by_rows_far_apart():
+    verdict = diagnose(attention_global_max)
+    assert verdict.mistake == "no_max_subtraction", verdict.text
+    assert verdict.case == "rows apart" and "one maximum for the whole array" in verdict.text
+
+
+def attention_three(Q, K, V, mask=None):
+    """Right, returning (output, weights, scores), as some public code does."""
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(total == 0, 1.0, total)
+    return w @ V, w, s
+
+
+def test_three_things_returned_are_read_as_the_output_first():
+    verdict = diagnose(attention_three)
+    assert verdict.correct, verdict.text
+    assert "You return three things" in verdict.text and "(output, weights)" in verdict.text
+
+    def three_no_scaling(Q, K, V, mask=None):
+        out, w, s = attention_three(Q * np.sqrt(K.shape[-1]), K, V, mask)
+        return out, w, s
+    verdict = diagnose(three_no_scaling)
+    assert verdict.mistake == "no_scaling" and "You return three things" in verdict.text, verdict.text
+
+
+# --------------------------------------------------------------------------
+# split_heads, merge_heads: a transpose written with fixed axes
+# --------------------------------------------------------------------------
+
+def split_swapaxes_1_2(x, num_heads):
+    """torch's view(B, -1, h, d_k).transpose(1, 2), translated: right for a batch, wrong for one sentence."""
+    *lead, n, d = x.shape
+    return x.reshape(*lead, n, num_heads, d // num_heads).swapaxes(1, 2)
+
+
+def split_transpose_0213(x, num_heads):
+    *lead, n, d = x.shape
+    return x.reshape(*lead, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+
+
+def merge_swapaxes_1_2(x):
+    y = x.swapaxes(1, 2)
+    return y.reshape(*y.shape[:-2], -1)
+
+
+def merge_transpose_0213(x):
+    B, h, n, d_k = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, n, h * d_k)
+
+
+@pytest.mark.parametrize("piece, fn, words", [
+    ("split_heads", split_swapaxes_1_2, "swapaxes(1, 2) after the reshape"),
+    ("split_heads", split_transpose_0213, "transpose(0, 2, 1, 3) after the reshape"),
+    ("merge_heads", merge_swapaxes_1_2, "swapaxes(1, 2) before the reshape"),
+    ("merge_heads", merge_transpose_0213, "transpose(0, 2, 1, 3) before the reshape"),
+])
+def test_a_fixed_axes_transpose_in_split_or_merge_is_axes_permuted_naming_what_it_swaps(piece, fn, words):
+    verdict = diagnose(fn, piece=piece)
+    assert verdict.mistake == "axes_permuted", verdict.text
+    assert words in verdict.text and "np.swapaxes(x, -2, -3)" in verdict.text
+    if "swapaxes" in words:           # one sentence: the heads (split) or tokens (merge) swapped with d_k
+        assert "it swaps" in verdict.text and "each head's features (d_k)" in verdict.text
+    else:                             # 4 axes named: one sentence's 3 are refused, as numpy refuses them
+        assert "numpy refuses it" in verdict.text
+
+
+def test_the_permutation_is_fitted_across_numbers_of_axes():
+    # swapaxes(1, 2) is right on the batch (B, n, h, d_k) and wrong on one sentence and on two leading axes
+    from helpers.exercises.battery import SPLIT_HEADS
+    from helpers.attention import split_heads
+    right = [np.array_equal(split_swapaxes_1_2(c.args["x"], c.args["num_heads"]),
+                            split_heads(c.args["x"], c.args["num_heads"])) for c in SPLIT_HEADS]
+    assert any(right) and not all(right)
+    assert {c.args["x"].ndim for c in SPLIT_HEADS} >= {2, 3, 4}
+
+
+# --------------------------------------------------------------------------
+# multi_head_attention: the scale, the axis, the transpose, the attention it calls
+# --------------------------------------------------------------------------
+
+def _mha(scale=None, axis=-1, swap=None):
+    def mha(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+        d_k = X.shape[-1] // num_heads
+
+        def split(t):
+            t = t.reshape(*t.shape[:-1], num_heads, d_k)
+            return t.swapaxes(*swap) if swap else np.swapaxes(t, -2, -3)
+        Q, K, V = split(X @ W_Q), split(X @ W_K), split(X @ W_V)
+        s = Q @ np.swapaxes(K, -1, -2) / (np.sqrt(d_k) if scale is None else scale(X, num_heads))
+        out = _attend(s, V, mask, axis=axis)
+        out = out.swapaxes(*swap) if swap else np.swapaxes(out, -2, -3)
+        return out.reshape(X.shape) @ W_O
+    return mha
+
+
+@pytest.mark.parametrize("fn, key, words", [
+    (_mha(scale=lambda X, h: np.sqrt(h)), "scale_by_shape", "sqrt(num_heads) = sqrt(4)"),   # tt-metal #56789
+    (_mha(scale=lambda X, h: 8.0), "constant_scale", "by 8 whatever d_k is"),
+    (_mha(axis=1), "wrong_axis", "axis=1"),                                                  # fastNLP #254
+    (_mha(axis=-3), "wrong_axis", "axis=-3"),
+    (_mha(swap=(1, 2)), "axes_permuted", "swapaxes(1, 2) in the split"),                     # annotated-transformer #118
+])
+def test_multi_head_faults_with_a_parameter_are_named_with_the_value(fn, key, words):
+    verdict = diagnose(fn, piece="multi_head_attention")
+    assert verdict.mistake == key, verdict.text
+    assert words in verdict.text, verdict.text
+
+
+def test_a_scale_of_multi_head_attention_fits_across_sizes():
+    # the first wrong input has 4 heads; the others 1, 2, 3: only the rule num_heads explains them all
+    from helpers.exercises.battery import MULTI_HEAD
+    assert len({c.args["num_heads"] for c in MULTI_HEAD}) >= 3
+    assert "the number of heads" in diagnose(_mha(scale=lambda X, h: np.sqrt(h)), piece="multi_head_attention").text
+
+
+def _workbook(attention_source):
+    import types
+    module = types.ModuleType("workbook")
+    exec("import numpy as np\n" + attention_source + """
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    split = lambda t: np.swapaxes(t.reshape(*t.shape[:-1], num_heads, t.shape[-1] // num_heads), -2, -3)
+    out, weights = attention(split(X @ W_Q), split(X @ W_K), split(X @ W_V), mask)
+    return np.swapaxes(out, -2, -3).reshape(X.shape) @ W_O, weights
+""", module.__dict__)
+    return module
+
+
+def test_a_multi_head_function_failing_inside_its_own_attention_gets_that_attentions_key():
+    module = _workbook('''
+def attention(Q, K, V, mask=None):
+    s = Q @ K.T / np.sqrt(K.shape[-1])            # right for one sentence only
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = e / e.sum(axis=-1, keepdims=True)
+    return w @ V, w
+''')
+    verdict = diagnose(module.multi_head_attention, piece="multi_head_attention")
+    assert verdict.mistake == "batch_transpose", verdict.text
+    assert "The attention multi_head_attention calls, attention, is wrong on its own" in verdict.text
+    assert "np.swapaxes(K, -1, -2)" in verdict.text
+
+
+def test_a_multi_head_function_with_a_right_attention_is_not_sent_to_it():
+    module = _workbook('''
+def attention(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(total == 0, 1.0, total)
+    return w @ V, w
+''')
+    assert diagnose(module.multi_head_attention, piece="multi_head_attention").correct
+    exec("def no_w_o(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):\n"
+         "    return multi_head_attention(X, W_Q, W_K, W_V, np.eye(X.shape[-1]), num_heads, mask)[0]\n",
+         module.__dict__)
+    verdict = diagnose(module.no_w_o, piece="multi_head_attention")
+    assert verdict.mistake == "no_output_projection" and "is wrong on its own" not in verdict.text, verdict.text
+
+
+# --------------------------------------------------------------------------
+# kv_cache_step: the scale
+# --------------------------------------------------------------------------
+
+def _kv(divide):
+    def kv_cache_step(cache_keys, cache_values, q, k, v):
+        K, V = np.vstack([cache_keys, k]), np.vstack([cache_values, v])
+        s = K @ q / divide(K, V, q)
+        e = np.exp(s - s.max())
+        return e / e.sum() @ V
+    return kv_cache_step
+
+
+@pytest.mark.parametrize("fn, key, words", [
+    (_kv(lambda K, V, q: np.sqrt(len(K))), "scale_by_n_keys", "sqrt(t + 1) = sqrt(2)"),
+    (_kv(lambda K, V, q: np.sqrt(V.shape[-1])), "scale_by_d_v", "sqrt(d_v) = sqrt(4)"),
+    (_kv(lambda K, V, q: 8.0), "constant_scale", "by 8 whatever d_k is"),
+    (_kv(lambda K, V, q: np.sqrt(2 * q.shape[-1])), "scale_by_shape", "sqrt(2 d_k) = sqrt(8)"),
+])
+def test_a_kv_step_scale_is_fitted_and_named_by_what_it_equals(fn, key, words):
+    verdict = diagnose(fn, piece="kv_cache_step")
+    assert verdict.mistake == key, verdict.text
+    assert words in verdict.text, verdict.text
+
+
+def test_the_kv_battery_has_steps_of_several_sizes():
+    from helpers.exercises.battery import KV_CACHE_STEP
+    assert len({c.args["cache_keys"].shape for c in KV_CACHE_STEP}) >= 4
