@@ -36,7 +36,7 @@ import numpy as np
 
 from helpers.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
 from helpers.course import BUILT_IN
-from helpers.exercises import checker_numeric, fitted
+from helpers.exercises import checker_attention, checker_numeric, fitted
 from helpers.exercises.battery import ATTENTION, MERGE_HEADS, MULTI_HEAD, SPLIT_HEADS
 from helpers.exercises.checker_attention import MASK_NAMES, axis_words, fit_scale, scale_words
 from helpers.exercises.runner import call, fn_name, functions_called, matches, parameter, read_numbers
@@ -494,10 +494,12 @@ def _blame_the_inner_attention(fn, verdict, time_limit):
     debugs the right function (as finale.check_your_block does for a block; notebook 05 calls attention on heads)."""
     if verdict.correct or verdict.mistake in OWN_VERDICTS:
         return verdict
-    from helpers.exercises.diagnose import diagnose        # diagnose imports this module
     keys = set(verdict.mistake.split("+"))
     for attention in functions_called(fn, lambda name: "attention" in name.lower() and "multi" not in name.lower()):
-        own = diagnose(attention, piece="attention", time_limit=time_limit)
+        try:                                 # the attention checker, as diagnose(attention) runs it
+            own = checker_attention.check(attention, time_limit)
+        except Exception:
+            continue
         if own.correct or own.mistake in ("not_attempted", "too_slow", "interrupted", "not_diagnosed"):
             continue
         # the attention's fault explains the symptom, or is the fault found (not one the battery never meets here)
