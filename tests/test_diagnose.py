@@ -150,6 +150,15 @@ def mask_flipped_additive(Q, K, V, mask=None):
     return e / e.sum(axis=-1, keepdims=True) @ V
 
 
+def max_over_everything(Q, K, V, mask=None):
+    """One maximum of the whole array subtracted (issue 32, section 3): the battery's rows 1000 apart catch it."""
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max())
+    return e / e.sum(axis=-1, keepdims=True) @ V
+
+
 def no_max_subtraction(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
     if mask is not None:
@@ -240,6 +249,7 @@ NAMED = [
     (mask_flipped, "mask_flipped", "wrong way round"),
     (mask_flipped_additive, "mask_flipped", "wrong way round"),
     (no_max_subtraction, "no_max_subtraction", "maximum"),
+    (max_over_everything, "max_over_everything", "one maximum for the whole array"),
     (scores_transposed, "scores_transposed", "Q @ K^T"),
     (batch_transpose, "batch_transpose", "np.swapaxes(K, -1, -2)"),
     (two_faults, "no_scaling+wrong_axis", "axis=-1"),

@@ -82,7 +82,7 @@ def attention_global_max(Q, K, V, mask=None):
 
 def test_one_maximum_for_the_whole_array_is_caught_by_rows_far_apart():
     verdict = diagnose(attention_global_max)
-    assert verdict.mistake == "no_max_subtraction", verdict.text
+    assert verdict.mistake == "max_over_everything", verdict.text
     assert verdict.case == "rows apart" and "one maximum for the whole array" in verdict.text
 
 

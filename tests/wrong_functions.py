@@ -388,7 +388,7 @@ def softmax_transpose_trick(x, axis=-1):
 
 @wrong("softmax", "one_global_max", "keras-team/keras #10027",
        "Subtracts one maximum of the whole tensor (np.max(x)), so a row of much smaller scores underflows to zeros.",
-       "no_max_subtraction")
+       "max_over_everything")
 def softmax_global_max(x, axis=-1):
     x = np.asarray(x, dtype=float)
     top = np.max(x)

@@ -136,7 +136,7 @@ _FAULT_KEY = {
     ("axis", "second"): "wrong_axis",
     ("axis", "sum_columns"): "wrong_axis",
     ("axis", "fixed"): "wrong_axis",
-    ("naive", "global"): "no_max_subtraction",
+    ("naive", "global"): "max_over_everything",
     ("scale", "rule"): "scale_by_shape",
     ("axis", "all"): "softmax_over_everything",
     ("mask", "after_softmax"): "mask_after_softmax",
@@ -197,10 +197,10 @@ FAULTS = {
 }
 """Every mistake :func:`diagnose` can name, with what it tells the learner."""
 
-GLOBAL_MAX = ("You subtract one maximum for the whole array, not each row's own: a row whose scores lie far below "
-              "it underflows, exp(0 - 1001) is 0, and 0 / 0 is NaN. Subtract each row's maximum before np.exp: "
-              "e = np.exp(s - s.max(axis=-1, keepdims=True)).")
-"""no_max_subtraction's words when the maximum subtracted is the whole array's (issue 32, section 3)."""
+FAULTS["max_over_everything"] = (
+    "You subtract one maximum for the whole array, not each row's own: a row whose scores lie far below it "
+    "underflows, exp(0 - 1001) is 0, and 0 / 0 is NaN. Subtract each row's maximum before np.exp: "
+    "e = np.exp(s - s.max(axis=-1, keepdims=True)).")   # the softmax and tiling checkers' key (issue 32, section 3)
 
 SIZE_MEANINGS = {"d_k": "d_k = K.shape[-1] is the keys' width", "n_q": "n_q = Q.shape[-2] is the number of queries",
                  "n_k": "n_k = K.shape[-2] is the number of keys", "d_v": "d_v = V.shape[-1] is the values' width",
@@ -407,8 +407,6 @@ def _fault_text(key, model, first):
         text = text.format(c=_fmt(c), c2=_fmt(c * c))
     elif key == "wrong_axis" and model.axis in ("columns", "first", "second"):
         text = _axis_text({"columns": -2, "first": 0, "second": 1}[model.axis], first)
-    elif key == "no_max_subtraction" and model.naive == "global":
-        text = GLOBAL_MAX
     return text
 
 

@@ -139,9 +139,13 @@ MULTI_HEAD_FAULTS = {
         "mask", "Your function ignores the mask, so hidden keys still get weight. Pass it to each head's "
         "attention: np.where(mask, scores, -np.inf) before the softmax (it broadcasts over the heads)."),
     "no_max_subtraction": (
-        "softmax", "Your softmax does not subtract each row's own maximum (none at all, or one for the whole array), "
-        "so a large score overflows exp, or a row far below the largest underflows to 0 / 0: NaN. Subtract each "
-        "row's maximum before np.exp: e = np.exp(s - s.max(axis=-1, keepdims=True))."),
+        "softmax", "Your softmax does not subtract each row's maximum, so a large score overflows exp: exp(1000) "
+        "is inf, and inf / inf is NaN. Subtract each row's maximum before np.exp: "
+        "e = np.exp(s - s.max(axis=-1, keepdims=True))."),
+    "max_over_everything": (
+        "softmax", "You subtract one maximum for the whole array, not each row's own: a row whose scores lie far "
+        "below it underflows to 0 / 0, NaN. Subtract each row's maximum before np.exp: "
+        "e = np.exp(s - s.max(axis=-1, keepdims=True))."),
     "head_axis": (
         "mask", "Your per-head attention sees the mask's head axis: a mask (B, 1, 1, n) against one head's scores "
         "(B, n, n) broadcasts to (B, B, n, n), every sentence against every sentence's padding. Drop it "
@@ -181,7 +185,7 @@ def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf):
     d_k = X.shape[-1] // h
     if scale is None:
         scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(X.shape[-1] if "scale_by_d_model" in faults else d_k)
-    naive = [True, "global"] if "no_max_subtraction" in faults else [False]
+    naive = [True] if "no_max_subtraction" in faults else ["global"] if "max_over_everything" in faults else [False]
 
     def heads(split, naive=False):
         if split == "perm":
