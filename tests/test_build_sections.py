@@ -12,7 +12,7 @@ import pytest
 
 from helpers.course import NOTEBOOKS_DIR
 from helpers.paths import COURSE_ROOT as ROOT
-from helpers.exercises.solutions import STUBS, function_name
+from helpers.checkers.solutions import STUBS, function_name
 
 BUILD_CALL = re.compile(r"\b(?:diagnose|run_with_your_attention|check_your_block)\(\s*workbook\.(\w+)")
 README_LINE = re.compile(r"^- notebook (\d\d): (.+)$", re.M)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers.exercises import diagnose
-from helpers.exercises.checker_rope import FAULTS, PIECE
-from helpers.exercises.solutions import WORKED
+from helpers.checkers.checker_rope import FAULTS, PIECE
+from helpers.checkers.solutions import WORKED
 from helpers.positions import apply_rope
 
 

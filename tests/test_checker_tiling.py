@@ -15,10 +15,10 @@ from hypothesis.extra import numpy as hnp
 
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.exercises import diagnose
-from helpers.exercises.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
-from helpers.exercises.checker_tiling import FAULTS, KV_KEYS, STEP_KEYS, TILED_KEYS, _forms, _kv, _tiled, _update
-from helpers.exercises.runner import ATOL, RTOL
-from helpers.exercises.solutions import WORKED
+from helpers.checkers.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
+from helpers.checkers.checker_tiling import FAULTS, KV_KEYS, STEP_KEYS, TILED_KEYS, _forms, _kv, _tiled, _update
+from helpers.checkers.runner import ATOL, RTOL
+from helpers.checkers.solutions import WORKED
 from helpers.tiling import KVCache, online_softmax_update, tiled_attention
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -411,7 +411,7 @@ def test_a_wrong_step_shows_which_of_the_three_differs():
 
 
 def test_the_design_of_kv_cache_step_is_said_where_a_learner_and_an_instructor_read_it():
-    from helpers.exercises.solutions import STUBS
+    from helpers.checkers.solutions import STUBS
     assert "the caller appends k and v" in STUBS["kv_cache_step"][1]
     guide = (ROOT / "INSTRUCTORS.md").read_text(encoding="utf-8")
     assert "kv_cache_step" in guide and "returns the output only" in guide
@@ -570,7 +570,7 @@ def test_the_guide_lists_the_keys_of_these_checkers():
     rows = {m[0]: set(re.findall(r"`(\w+)`", m[1])) for m in re.findall(r"^\| `(\w+)` \|[^|]*\|(.*)\|$", section, re.M)}
     assert rows["online_softmax_update"] == set(STEP_KEYS)
     assert rows["tiled_attention"] == set(TILED_KEYS)
-    from helpers.exercises.checker_tiling import KV_FAMILY_KEYS
+    from helpers.checkers.checker_tiling import KV_FAMILY_KEYS
     assert rows["kv_cache_step"] == set(KV_KEYS) | set(KV_FAMILY_KEYS)
 
 
@@ -661,7 +661,7 @@ def test_a_mutation_is_named_beside_a_right_output(piece):
 
 def test_tiled_attention_calling_an_unwritten_step_says_which_to_write_first():
     namespace = {}
-    from helpers.exercises.solutions import workbook_source
+    from helpers.checkers.solutions import workbook_source
     exec(compile(workbook_source(), "workbook.py", "exec"), namespace)
     namespace["tiled_attention"] = lambda Q, K, V, block_size: namespace["online_softmax_update"](Q, K, V, Q, K)
     verdict = diagnose(namespace["tiled_attention"], piece="tiled_attention")
@@ -669,7 +669,7 @@ def test_tiled_attention_calling_an_unwritten_step_says_which_to_write_first():
 
 
 def test_the_battery_docstrings_count_their_inputs():
-    import helpers.exercises.battery as battery
+    import helpers.checkers.battery as battery
     source = Path(battery.__file__).read_text(encoding="utf-8")
     for name, cases in (("ONLINE_SOFTMAX_UPDATE", ONLINE_SOFTMAX_UPDATE), ("TILED_ATTENTION", TILED_ATTENTION),
                         ("KV_CACHE_STEP", KV_CACHE_STEP)):
@@ -716,7 +716,7 @@ def test_a_mutation_beside_a_wrong_output_is_said_on_its_own_line():
 
 def _workbook_with(step):
     """A workbook namespace: the worked tiled_attention (which calls online_softmax_update) beside ``step``."""
-    from helpers.exercises.solutions import workbook_source
+    from helpers.checkers.solutions import workbook_source
     namespace = {}
     exec(compile(workbook_source(), "workbook.py", "exec"), namespace)
     namespace["the_learners_step"] = step

@@ -16,11 +16,11 @@ from hypothesis.extra import numpy as hnp
 
 from helpers.attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from helpers.exercises import PIECES, Feedback, diagnose, solution
-from helpers.exercises.battery import CAUSAL_MASK, PADDING_MASK, SOFTMAX
-from helpers.exercises.checker_masks import CAUSAL_FAULTS, PADDING_FAULTS, VALUE_FAULTS
-from helpers.exercises.checker_softmax import FAULTS as SOFTMAX_FAULTS
-from helpers.exercises.runner import LOW_ATOL, LOW_RTOL
-from helpers.exercises.solutions import STUBS, WORKED, function_name, workbook_source
+from helpers.checkers.battery import CAUSAL_MASK, PADDING_MASK, SOFTMAX
+from helpers.checkers.checker_masks import CAUSAL_FAULTS, PADDING_FAULTS, VALUE_FAULTS
+from helpers.checkers.checker_softmax import FAULTS as SOFTMAX_FAULTS
+from helpers.checkers.runner import LOW_ATOL, LOW_RTOL
+from helpers.checkers.solutions import STUBS, WORKED, function_name, workbook_source
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKBOOK = ROOT / "notebooks" / "workbook.py"
@@ -340,7 +340,7 @@ def test_the_solution_shows_the_worked_source(piece):
         solution("apply_rope")                           # a piece is named by its piece, not its function
 
 
-FINALE = {"encoder_block"}   # judged by helpers.exercises.finale.check_your_block, which runs the real model
+FINALE = {"encoder_block"}   # judged by helpers.checkers.finale.check_your_block, which runs the real model
 
 
 def test_the_pieces_the_workbook_the_stubs_and_the_solutions_agree():
@@ -351,7 +351,7 @@ def test_the_stored_workbook_is_the_pristine_stubs():
     assert WORKBOOK.read_text(encoding="utf-8") == workbook_source(), (
         "notebooks/workbook.py is not the course's stubs. If it holds your own functions, this failure is "
         "expected (the test checks the course as shipped): keep your file. If you changed a stub in "
-        "helpers/exercises/solutions.py, run tools/make_workbook.py (it refuses to overwrite your own code "
+        "helpers/checkers/solutions.py, run tools/make_workbook.py (it refuses to overwrite your own code "
         "without --force)")
     tree = ast.parse(WORKBOOK.read_text(encoding="utf-8"))
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
@@ -559,8 +559,8 @@ def test_grading_with_block_runs_each_students_encoder_block_on_the_real_model(t
     grade_workbooks, pristine = _grading_tool_and_pristine_workbook(tmp_path)
     worked = tmp_path / "b" / "workbook.py"      # the worked solutions of every piece, the block among them
     worked.parent.mkdir()
-    worked.write_text("from helpers.exercises.solutions import *  # noqa\n"
-                      "from helpers.exercises.solutions import encoder_block\n")
+    worked.write_text("from helpers.checkers.solutions import *  # noqa\n"
+                      "from helpers.checkers.solutions import encoder_block\n")
     assert "encoder_block" not in grade_workbooks.grade(pristine)          # only with block=True
     assert grade_workbooks.grade(pristine, block=True)["encoder_block"] == "not_attempted"
     assert grade_workbooks.grade(worked, block=True)["encoder_block"] == "correct"
@@ -596,7 +596,7 @@ def test_a_workbook_saved_with_a_syntax_error_stops_diagnose_with_its_line(tmp_p
     import importlib
     (tmp_path / "workbook_saved.py").write_text(workbook_source().replace(
         'raise NotImplementedError("softmax: not written yet")', "return WORKED_SOFTMAX(x, axis)", 1)
-        + "\nfrom helpers.exercises.solutions import WORKED\nWORKED_SOFTMAX = WORKED['softmax']\n", encoding="utf-8")
+        + "\nfrom helpers.checkers.solutions import WORKED\nWORKED_SOFTMAX = WORKED['softmax']\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("workbook_saved")
     try:

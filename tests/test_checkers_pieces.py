@@ -14,14 +14,14 @@ from hypothesis.extra import numpy as hnp
 
 from helpers.attention import causal_mask, merge_heads, multi_head_attention, padding_mask, softmax, split_heads
 from helpers.exercises import PIECES, Feedback, diagnose
-from helpers.exercises.battery import (
+from helpers.checkers.battery import (
     ATTENTION, MERGE_HEADS, MULTI_HEAD, POSITIONAL, SOFTMAX_BACKWARD, SPLIT_HEADS,
 )
-from helpers.exercises.checker_backward import FAULTS as BACKWARD_FAULTS
-from helpers.exercises.checker_heads import MERGE_FAULTS, MULTI_HEAD_FAULTS, SPLIT_FAULTS
-from helpers.exercises.checker_masks import CAUSAL_FAULTS, PADDING_FAULTS, VALUE_FAULTS
-from helpers.exercises.checker_positions import FAULTS as POSITION_FAULTS
-from helpers.exercises.solutions import WORKED
+from helpers.checkers.checker_backward import FAULTS as BACKWARD_FAULTS
+from helpers.checkers.checker_heads import MERGE_FAULTS, MULTI_HEAD_FAULTS, SPLIT_FAULTS
+from helpers.checkers.checker_masks import CAUSAL_FAULTS, PADDING_FAULTS, VALUE_FAULTS
+from helpers.checkers.checker_positions import FAULTS as POSITION_FAULTS
+from helpers.checkers.solutions import WORKED
 from helpers.positions import sinusoidal_positional_encoding
 from helpers.training import softmax_backward
 
@@ -458,7 +458,7 @@ def test_every_fault_of_the_new_pieces_has_a_learner_function():
 
 def test_leading_weights_missing_says_w_dot_g_is_a_dot_product_only_where_it_was_read_as_w_times_g():
     # g - w . g and g - w * g both drop the w in front; only the second also reads w . g as w * g
-    from helpers.exercises.checker_backward import ELEMENTWISE_DOT
+    from helpers.checkers.checker_backward import ELEMENTWISE_DOT
     with_sum, with_product = (diagnose(fn, piece="softmax_backward")
                               for fn in (backward_no_leading_w, backward_g_minus_w_times_g))
     assert with_sum.mistake == with_product.mistake == "leading_weights_missing"
@@ -529,7 +529,7 @@ def test_float16_is_low_precision_with_the_digits_that_differ(piece):
 
 @pytest.mark.parametrize("piece", NEW)
 def test_the_battery_tells_every_fault_of_a_piece_from_the_right_answer_and_from_each_other(piece):
-    from helpers.exercises import checker_backward, checker_heads, checker_positions
+    from helpers.checkers import checker_backward, checker_heads, checker_positions
     spec = {"split_heads": checker_heads.SPLIT, "merge_heads": checker_heads.MERGE,
             "multi_head_attention": checker_heads.MULTI, "positional_encoding": checker_positions.PIECE,
             "softmax_backward": checker_backward.PIECE}[piece]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from helpers.attention import scaled_dot_product_attention
-from helpers.exercises.diagnose import ATOL, BATTERY, FAULTS, RTOL, Diagnosis, diagnose
+from helpers.checkers.diagnose import ATOL, BATTERY, FAULTS, RTOL, Diagnosis, diagnose
 from helpers.exercises import Feedback
 from helpers.exercises import diagnose as diagnose_from_exercises
 
@@ -308,7 +308,7 @@ def test_every_named_fault_has_a_learner_function():
 
 def test_the_battery_tells_every_single_fault_from_the_right_answer_and_from_each_other():
     """No two single-fault models give the same numbers on every input, so a named fault is the only one."""
-    from helpers.exercises.diagnose import _SINGLE, RIGHT, _Model
+    from helpers.checkers.diagnose import _SINGLE, RIGHT, _Model
 
     models = [RIGHT] + [_Model(**{p: v}) for p, v in _SINGLE] + [_Model(scale=1 / 8)]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.exercises.finale import BOUNDS, SENTENCES, run_with_your_attention
-from helpers.exercises.solutions import attention as worked_attention
+from helpers.checkers.finale import BOUNDS, SENTENCES, run_with_your_attention
+from helpers.checkers.solutions import attention as worked_attention
 from helpers.real_model import load_minilm
 
 
@@ -138,8 +138,8 @@ def test_the_sentences_are_those_the_reference_embeddings_were_made_on():
 
 # ---- check_your_block: the learner's own encoder block with one layer's weights (issue 21, section 3) ----
 
-from helpers.exercises.finale import BLOCK_FAULTS, _block, _fault_flags, check_your_block  # noqa: E402
-from helpers.exercises.solutions import encoder_block as worked_block  # noqa: E402
+from helpers.checkers.finale import BLOCK_FAULTS, _block, _fault_flags, check_your_block  # noqa: E402
+from helpers.checkers.solutions import encoder_block as worked_block  # noqa: E402
 
 
 def block_with(**flags):
@@ -345,7 +345,7 @@ def test_embedding_vectors_are_hidden_states_0(model):
 
 
 def test_the_heatmap_claims_exercise_names_each_wrong_claim():
-    from helpers.exercises.finale import heatmap_claims
+    from helpers.checkers.finale import heatmap_claims
     ex = heatmap_claims(0, 4, weight=0.718, weight_in_mixed=0.719, key_rank=3, apart=0.8874, off=0.9067)
     assert ex.feedback("c").correct
     for key, words in (("a", "evidence, not explanation"), ("b", "number 3 by length"), ("d", "far from 1")):

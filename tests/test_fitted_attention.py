@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from helpers.exercises import diagnose
-from helpers.exercises.battery import ATTENTION
+from helpers.checkers.battery import ATTENTION
 
 
 def _attend(scores, V, mask=None, axis=-1, top=None):
@@ -153,7 +153,7 @@ def test_a_fixed_axes_transpose_in_split_or_merge_is_axes_permuted_naming_what_i
 
 def test_the_permutation_is_fitted_across_numbers_of_axes():
     # swapaxes(1, 2) is right on the batch (B, n, h, d_k) and wrong on one sentence and on two leading axes
-    from helpers.exercises.battery import SPLIT_HEADS
+    from helpers.checkers.battery import SPLIT_HEADS
     from helpers.attention import split_heads
     right = [np.array_equal(split_swapaxes_1_2(c.args["x"], c.args["num_heads"]),
                             split_heads(c.args["x"], c.args["num_heads"])) for c in SPLIT_HEADS]
@@ -195,7 +195,7 @@ def test_multi_head_faults_with_a_parameter_are_named_with_the_value(fn, key, wo
 
 def test_a_scale_of_multi_head_attention_fits_across_sizes():
     # the first wrong input has 4 heads; the others 1, 2, 3: only the rule num_heads explains them all
-    from helpers.exercises.battery import MULTI_HEAD
+    from helpers.checkers.battery import MULTI_HEAD
     assert len({c.args["num_heads"] for c in MULTI_HEAD}) >= 3
     assert "the number of heads" in diagnose(_mha(scale=lambda X, h: np.sqrt(h)), piece="multi_head_attention").text
 
@@ -274,5 +274,5 @@ def test_a_kv_step_scale_is_fitted_and_named_by_what_it_equals(fn, key, words):
 
 
 def test_the_kv_battery_has_steps_of_several_sizes():
-    from helpers.exercises.battery import KV_CACHE_STEP
+    from helpers.checkers.battery import KV_CACHE_STEP
     assert len({c.args["cache_keys"].shape for c in KV_CACHE_STEP}) >= 4

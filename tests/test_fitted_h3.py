@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from helpers.exercises import checker_numeric, checker_positions, checker_rope, diagnose
-from helpers.exercises.runner import matches
+from helpers.checkers.runner import matches
 from helpers.positions import apply_rope, sinusoidal_positional_encoding
 
 PE, ROPE = checker_positions.PIECE, checker_rope.PIECE

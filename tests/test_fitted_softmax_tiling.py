@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from helpers.exercises import diagnose
-from helpers.exercises.battery import SOFTMAX
-from helpers.exercises.solutions import WORKED
+from helpers.checkers.battery import SOFTMAX
+from helpers.checkers.solutions import WORKED
 
 inf = np.inf
 
@@ -61,15 +61,15 @@ def test_a_large_fill_is_named_as_a_large_negative_number_the_weights_cannot_tel
 
 
 def test_the_fill_family_fits_one_value_across_sizes_not_a_member_per_input():
-    from helpers.exercises.checker_softmax import FILL
+    from helpers.checkers.checker_softmax import FILL
     fn = softmax_fill(-5.0)
     for case in SOFTMAX:
         with np.errstate(all="ignore"):
             want = fn(np.array(case.args["x"]), case.args.get("axis", -1))
         np.testing.assert_allclose(FILL.predict(case.args, -5.0)[0], want, rtol=1e-12, atol=1e-300)
     # -5 shows in the weights of the (2, 3) input and of the (5, 7) one: each reads -5 back
-    from helpers.exercises.checker_softmax import _fit_fill
-    from helpers.exercises.runner import Run
+    from helpers.checkers.checker_softmax import _fit_fill
+    from helpers.checkers.runner import Run
     for name in ("-inf entries", "random (5, 7)"):
         case = next(c for c in SOFTMAX if c.name == name)
         out = fn(np.array(case.args["x"]))
@@ -121,7 +121,7 @@ def test_an_axis_hard_coded_to_1_is_axis_ignored_naming_the_axis():
 
 
 def test_nan_from_overflow_in_a_transposed_form_is_no_max_subtraction():
-    from helpers.exercises.checker_softmax import FAULTS, FIRST_ONLY
+    from helpers.checkers.checker_softmax import FAULTS, FIRST_ONLY
     verdict = diagnose(softmax_transposed, piece="softmax")
     assert verdict.mistake == "no_max_subtraction" and verdict.case == "large scores", verdict.text
     assert FAULTS["no_max_subtraction"] in verdict.text and FIRST_ONLY in verdict.text
@@ -222,7 +222,7 @@ def backward_axis(axis):
 
 
 def _battery_sizes():
-    from helpers.exercises.battery import SOFTMAX_BACKWARD
+    from helpers.checkers.battery import SOFTMAX_BACKWARD
     return {c.args["weights"].shape for c in SOFTMAX_BACKWARD}
 
 
@@ -230,7 +230,7 @@ def _battery_sizes():
                                            (0.5, "half the right one (divided by 2)"),
                                            (3.0, "3 times the right one"), (-2.0, "-2 times the right one")])
 def test_a_scaled_gradient_is_named_with_its_factor(factor, words):
-    from helpers.exercises.checker_backward import FAULTS
+    from helpers.checkers.checker_backward import FAULTS
     verdict = diagnose(backward_scaled(factor), piece="softmax_backward")
     assert verdict.mistake == "gradient_scaled", verdict.text
     assert words in verdict.text and FAULTS["gradient_scaled"][1] in verdict.text
@@ -254,7 +254,7 @@ def test_a_negated_gradient_stays_sign_flipped():
     (-3, "along axis -3"),
 ])
 def test_a_wrong_axis_is_named_whatever_the_axis(axis, words):
-    from helpers.exercises.checker_backward import FAULTS
+    from helpers.checkers.checker_backward import FAULTS
     verdict = diagnose(backward_axis(axis), piece="softmax_backward")
     assert verdict.mistake == "wrong_axis", verdict.text
     assert words in verdict.text and FAULTS["wrong_axis"][1] in verdict.text
@@ -266,9 +266,9 @@ def test_axis_1_is_named_where_it_is_wrong_and_refused_on_one_row():
 
 
 def test_the_backward_families_fit_across_sizes_and_stay_fast():
-    from helpers.exercises.checker_backward import FAMILIES, _factor
-    from helpers.exercises.battery import SOFTMAX_BACKWARD
-    from helpers.exercises.fitted import SizeRule
+    from helpers.checkers.checker_backward import FAMILIES, _factor
+    from helpers.checkers.battery import SOFTMAX_BACKWARD
+    from helpers.checkers.fitted import SizeRule
     scaled = FAMILIES[1]
     value = ("divided", SizeRule("n", 1.0, 1.0))
     for case in SOFTMAX_BACKWARD:                         # rows of 1, 3, 4, 6 and 7 keys: divided by each one's n
@@ -317,14 +317,14 @@ def step_flash1(running_max, running_sum, acc, scores, V_block):
 
 
 def test_the_stub_says_what_may_change_in_place_and_that_acc_stays_unnormalised():
-    from helpers.exercises.checker_tiling import IN_PLACE, UNNORMALISED
-    from helpers.exercises.solutions import STUBS
+    from helpers.checkers.checker_tiling import IN_PLACE, UNNORMALISED
+    from helpers.checkers.solutions import STUBS
     doc = " ".join(STUBS["online_softmax_update"][1].split())
     assert IN_PLACE in doc and UNNORMALISED in doc
 
 
 def test_a_step_that_updates_its_running_values_in_place_is_right_and_told_it_may():
-    from helpers.exercises.checker_tiling import IN_PLACE
+    from helpers.checkers.checker_tiling import IN_PLACE
     verdict = diagnose(step_in_place, piece="online_softmax_update")
     assert verdict.correct, verdict.text
     assert "It updates running_max, running_sum, acc in place and returns them, which the step may do" in verdict.text
@@ -332,21 +332,21 @@ def test_a_step_that_updates_its_running_values_in_place_is_right_and_told_it_ma
 
 
 def test_a_step_that_changes_its_scores_in_place_is_mutates_inputs_quoting_the_stub():
-    from helpers.exercises.checker_tiling import IN_PLACE
+    from helpers.checkers.checker_tiling import IN_PLACE
     verdict = diagnose(step_scores_in_place, piece="online_softmax_update")
     assert verdict.mistake == "mutates_inputs" and "scores in place" in verdict.text, verdict.text
     assert f'The docstring of online_softmax_update says: "{IN_PLACE}"' in verdict.text
 
 
 def test_flashattention_1s_normalised_accumulator_is_told_which_sentence_it_broke():
-    from helpers.exercises.checker_tiling import UNNORMALISED
+    from helpers.checkers.checker_tiling import UNNORMALISED
     verdict = diagnose(step_flash1, piece="online_softmax_update")
     assert verdict.mistake == "normalised_per_block", verdict.text
     assert f'The docstring of online_softmax_update says: "{UNNORMALISED}"' in verdict.text
 
 
 def test_the_step_and_tiled_batteries_hold_rows_of_very_different_scale():
-    from helpers.exercises.battery import ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
+    from helpers.checkers.battery import ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
     def gap(scores):
         top = np.max(scores, axis=-1)
         return float(top.max() - top.min())

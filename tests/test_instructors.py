@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from helpers.course import COURSE, NOTEBOOKS_DIR
-from helpers.exercises.diagnose import BATTERY, FAULTS, TIME_LIMIT
+from helpers.checkers.diagnose import BATTERY, FAULTS, TIME_LIMIT
 from helpers.exercises import ChoiceExercise, Feedback, exercise
 
 ROOT = Path(__file__).resolve().parent.parent

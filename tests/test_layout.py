@@ -53,7 +53,7 @@ IMPORTED_BEFORE = {
                          "OutputExercise PermutedOutputExercise ProjectionExercise Reveal ScoreExercise "
                          "ScoreVarianceExercise SinusoidalEntryExercise SoftmaxGradientExercise SoftmaxRowExercise "
                          "SplitHeadsExercise WeightsCountExercise _NumericExercise _fmt diagnose exercise",
-    "helpers.exercises.diagnose": "ATOL BATTERY Diagnosis FAULTS RIGHT RTOL TIME_LIMIT _Model _SINGLE diagnose",  # was helpers.diagnose
+    "helpers.checkers.diagnose": "ATOL BATTERY Diagnosis FAULTS RIGHT RTOL TIME_LIMIT _Model _SINGLE diagnose",  # was helpers.diagnose
     "helpers.explorers": "DK_CHOICES KERNEL_LINE dk_explorer dk_state heads_explorer heads_state mask_explorer "  # was helpers.widgets
                          "mask_state random_model real_model_explorer real_model_state setup_check tiling_explorer "
                          "tiling_state Explorer",

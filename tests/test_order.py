@@ -412,7 +412,7 @@ def test_the_sinusoidal_entry_exercise_uses_the_checkers_keys():
     # writing the number down, sign_flipped (its sign dropped) and truncated (cut off after 3 decimals), have
     # no whole-array twin
     from helpers.exercises import SinusoidalEntryExercise
-    from helpers.exercises.checker_positions import FAULTS
+    from helpers.checkers.checker_positions import FAULTS
     keys = set(SinusoidalEntryExercise(pos=8, column=3, d_model=16).mistakes)
     assert "exponent_i_over_d" in keys and "dropped_2" not in keys
     assert "sign_flipped" in keys             # truncated is told after the variants, exactly -0.818

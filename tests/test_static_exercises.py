@@ -164,7 +164,7 @@ def test_build_cells_show_their_text_with_a_marker_the_export_turns_into_a_make_
     from IPython.core.formatters import DisplayFormatter
 
     from helpers.exercises import diagnose
-    from helpers.exercises.finale import BlockVerdict, ModelVerdict
+    from helpers.checkers.finale import BlockVerdict, ModelVerdict
 
     def softmax(x, axis=-1):
         raise NotImplementedError

@@ -21,7 +21,7 @@ import pytest
 from helpers.attention import causal_mask, softmax
 from helpers.edition import EDITION_FILE, edition_settings, solutions_withheld
 from helpers.exercises import ChoiceExercise, MaskedRowSumsExercise, exercise, solution
-from helpers.exercises.solutions import workbook_source
+from helpers.checkers.solutions import workbook_source
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "07_limits.ipynb"      # short (a few seconds) and holds exercises with hints and solutions

@@ -120,7 +120,7 @@ def _class_report_install(record, notebook):
     check.__doc__ = base._Exercise.check.__doc__
     base._Exercise.check = check
 
-    module = sys.modules["helpers.exercises.diagnose"]
+    module = sys.modules["helpers.checkers.diagnose"]
     original = module.diagnose
 
     @functools.wraps(original)
@@ -281,7 +281,7 @@ def run_handin(student, notebook, workbook, notebook_time=NOTEBOOK_TIME, cell_ti
 
 def _run_handin(student, notebook, workbook, notebook_time, cell_time):
     import nbformat
-    from helpers.exercises.solutions import workbook_source
+    from helpers.checkers.solutions import workbook_source
 
     if notebook is None:
         return {"student": student, "notebook": "", "problems": ["no_notebooks"], "checks": {}}
@@ -404,7 +404,7 @@ def grade_one(path, jobs):
     import importlib.util
 
     from helpers.exercises import diagnose
-    from helpers.exercises.solutions import function_name
+    from helpers.checkers.solutions import function_name
 
     found = {}
     try:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from helpers.exercises import PIECES, diagnose
-from helpers.exercises.solutions import function_name
+from helpers.checkers.solutions import function_name
 
 
 def grade(path, block=False):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.exercises.solutions import WORKED, workbook_source
+from helpers.checkers.solutions import WORKED, workbook_source
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ("04_masking", "07_limits")

@@ -1,4 +1,4 @@
-"""Write the pristine workbook, notebooks/workbook.py: every piece's stub (helpers/exercises/solutions.py).
+"""Write the pristine workbook, notebooks/workbook.py: every piece's stub (helpers/checkers/solutions.py).
 
 Run it after changing a stub: .venv/bin/python tools/make_workbook.py
 tests/test_checkers.py checks the stored file is exactly what this writes.
@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from helpers.exercises.solutions import workbook_source
+from helpers.checkers.solutions import workbook_source
 
 PATH = Path(__file__).resolve().parent.parent / "notebooks" / "workbook.py"
 

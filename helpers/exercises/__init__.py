@@ -65,14 +65,14 @@ from __future__ import annotations
 
 from helpers.exercises.base import ChoiceExercise, _NumericExercise, exercise  # _NumericExercise: to subclass
 from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
-from helpers.exercises.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
+from helpers.checkers.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagnosis, diagnose
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise
 from helpers.exercises.limits import LayoutExercise
 from helpers.exercises.masks_heads import (HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise,
                                           WeightsCountExercise)
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
-from helpers.exercises.solutions import solution
+from helpers.checkers.solutions import solution
 from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
@@ -114,6 +114,6 @@ _FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "Block
 def __getattr__(name):
     """The finale's names, imported on first use: finale.py loads the real model's libraries."""
     if name in _FINALE:
-        from helpers.exercises import finale
+        from helpers.checkers import finale
         return getattr(finale, name)
     raise AttributeError(f"module 'helpers.exercises' has no attribute {name!r}")

@@ -7,7 +7,7 @@ array; a generator, map, zip, range or iterator, read as the list it yields
 by ``_given``, at most READ_LIMIT items) into an array or a problem to report, and ``_fmt`` prints numbers the
 way the notebooks do. The tolerances every numeric checker uses are here too.
 Used by helpers/exercises/base.py, the topic modules beside it and
-helpers/exercises/diagnose.py; it imports none of them.
+helpers/checkers/diagnose.py; it imports none of them.
 """
 
 from __future__ import annotations

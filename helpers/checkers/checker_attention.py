@@ -1,6 +1,6 @@
 """The checker of ``attention``: a learner's ``fn(Q, K, V, mask=None)`` against scaled_dot_product_attention.
 
-It runs the function on :data:`~helpers.exercises.battery.ATTENTION`, and
+It runs the function on :data:`~helpers.checkers.battery.ATTENTION`, and
 when the function is wrong looks for the simplest explanation: a model of
 attention with one of the mistakes of :data:`FAULTS` (or two of them
 together) that gives the same numbers on every input. Those mistakes have
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.attention import scaled_dot_product_attention
-from helpers.exercises import fitted
-from helpers.exercises.battery import ATTENTION as BATTERY
+from helpers.checkers import fitted
+from helpers.checkers.battery import ATTENTION as BATTERY
 from helpers.exercises.feedback import _fmt
-from helpers.exercises.runner import (
+from helpers.checkers.runner import (
     ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, fmt_pair, fn_name, matches, mutation_words,
     not_attempted, parameter, raised_words, read_numbers, side_by_side, too_slow,
 )

@@ -26,8 +26,8 @@ from typing import Callable
 
 import numpy as np
 
-from helpers.exercises import fitted
-from helpers.exercises.runner import (
+from helpers.checkers import fitted
+from helpers.checkers.runner import (
     LOW_ATOL, LOW_PRECISION, LOW_RTOL, Diagnosis, call, failed, fmt_pair, fn_name, matches, mutation_words,
     not_attempted, parameter, raised_words, read_numbers, side_by_side, too_slow,
 )

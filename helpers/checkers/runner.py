@@ -45,7 +45,7 @@ float16 function lands inside and every named mistake outside)."""
 
 @dataclass(frozen=True)
 class Diagnosis(BuildCell, Feedback):
-    """The verdict of :func:`~helpers.exercises.diagnose`: a :class:`~helpers.exercises.Feedback` shown as its text.
+    """The verdict of :func:`~helpers.checkers.diagnose`: a :class:`~helpers.exercises.Feedback` shown as its text.
 
     correct, mistake, text: as for every checker; ``mistake`` joins the keys
     of the faults found with "+" (e.g. "no_scaling+wrong_axis").
@@ -63,7 +63,7 @@ class Diagnosis(BuildCell, Feedback):
 
     def solution(self):
         """A worked version of the piece (a :class:`~helpers.exercises.Reveal`, folded until clicked)."""
-        from helpers.exercises.solutions import solution
+        from helpers.checkers.solutions import solution
         return solution(self.piece)
 
 

@@ -36,10 +36,10 @@ import numpy as np
 
 from helpers.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
 from helpers.course import BUILT_IN
-from helpers.exercises import checker_attention, checker_numeric, fitted
-from helpers.exercises.battery import ATTENTION, MERGE_HEADS, MULTI_HEAD, SPLIT_HEADS
-from helpers.exercises.checker_attention import MASK_NAMES, axis_words, fit_scale, scale_words
-from helpers.exercises.runner import call, fn_name, functions_called, matches, parameter, read_numbers
+from helpers.checkers import checker_attention, checker_numeric, fitted
+from helpers.checkers.battery import ATTENTION, MERGE_HEADS, MULTI_HEAD, SPLIT_HEADS
+from helpers.checkers.checker_attention import MASK_NAMES, axis_words, fit_scale, scale_words
+from helpers.checkers.runner import call, fn_name, functions_called, matches, parameter, read_numbers
 
 __all__ = ["SPLIT_FAULTS", "MERGE_FAULTS", "MULTI_HEAD_FAULTS", "SPLIT", "MERGE", "MULTI"]
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import checker_numeric, fitted
-from helpers.exercises.battery import SOFTMAX_BACKWARD
-from helpers.exercises.runner import matches
+from helpers.checkers import checker_numeric, fitted
+from helpers.checkers.battery import SOFTMAX_BACKWARD
+from helpers.checkers.runner import matches
 from helpers.training import softmax_backward
 
 __all__ = ["FAULTS", "PIECE"]

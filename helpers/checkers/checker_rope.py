@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import checker_numeric, fitted
-from helpers.exercises.battery import ROPE
-from helpers.exercises.runner import LOW_ATOL, matches
+from helpers.checkers import checker_numeric, fitted
+from helpers.checkers.battery import ROPE
+from helpers.checkers.runner import LOW_ATOL, matches
 from helpers.positions import apply_rope
 
 __all__ = ["FAULTS", "PIECE"]

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.attention import causal_mask, padding_mask
-from helpers.exercises.battery import CAUSAL_MASK, PADDING_MASK
+from helpers.checkers.battery import CAUSAL_MASK, PADDING_MASK
 from helpers.exercises.feedback import MASKED_FILL
-from helpers.exercises.runner import (
+from helpers.checkers.runner import (
     Diagnosis, call, failed, fn_name, mutation_words, not_attempted, raised_words, side_by_side, too_slow,
 )
 

@@ -10,7 +10,7 @@ the axis (the whole array, or an axis written in: ``axis=1`` is named as
 such), the division, keepdims (the sum or the maximum without it, or the
 ``(e.T / e.sum(-1)).T`` way round it). The checker names the simplest model
 (one mistake, then two) that gives what the function gave on every input of
-:data:`~helpers.exercises.battery.SOFTMAX`; a model that numpy refuses
+:data:`~helpers.checkers.battery.SOFTMAX`; a model that numpy refuses
 agrees with a function that raised. Then the one fault with a parameter,
 ``finite_fill`` (-inf replaced by a finite number inside the function; the
 verdict names the number when the weights show it). Last, before a symptom
@@ -32,9 +32,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.exercises import fitted
-from helpers.exercises.battery import SOFTMAX
-from helpers.exercises.runner import (
+from helpers.checkers import fitted
+from helpers.checkers.battery import SOFTMAX
+from helpers.checkers.runner import (
     LOW_ATOL, LOW_PRECISION, LOW_RTOL, Diagnosis, call, failed, fn_name, matches, mutation_words, not_attempted, parameter,
     raised_words, side_by_side, too_slow,
 )

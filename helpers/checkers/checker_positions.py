@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.exercises import checker_numeric, fitted
-from helpers.exercises.battery import POSITIONAL
-from helpers.exercises.runner import LOW_ATOL, matches
+from helpers.checkers import checker_numeric, fitted
+from helpers.checkers.battery import POSITIONAL
+from helpers.checkers.runner import LOW_ATOL, matches
 from helpers.positions import sinusoidal_positional_encoding
 
 __all__ = ["FAULTS", "PIECE"]

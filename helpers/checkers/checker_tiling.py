@@ -20,7 +20,7 @@ with one part done the way a learner with that misconception does it
 run the same faulty step through the whole loop over key blocks. A checker
 names the simplest model (one mistake, then two, joined with "+") that gives
 what the function gave on every input of its battery
-(helpers/exercises/battery.py). When a wrong tiled_attention calls an
+(helpers/checkers/battery.py). When a wrong tiled_attention calls an
 online_softmax_update (``workbook.online_softmax_update``) that is wrong on
 its own battery, the verdict first says the fault is in that step.
 """
@@ -33,10 +33,10 @@ import itertools
 import numpy as np
 
 from helpers.attention import scaled_dot_product_attention
-from helpers.exercises import fitted
-from helpers.exercises.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
+from helpers.checkers import fitted
+from helpers.checkers.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED_ATTENTION
 from helpers.exercises.feedback import _read
-from helpers.exercises.runner import (
+from helpers.checkers.runner import (
     ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, failed, fmt_pair, fn_name, functions_called,
     mutation_words, not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
 )
@@ -574,7 +574,7 @@ KV_MEANINGS = {"d_k": "d_k = q.shape[-1] is the keys' width", "t + 1": "t + 1 is
 
 def _kv_rules(runs, which):
     """The size rules the scale read off the first wrong step may follow, those of the family ``which``."""
-    from helpers.exercises.checker_attention import fit_scale
+    from helpers.checkers.checker_attention import fit_scale
     for run in runs:
         a = run.case.args
         want = _right_kv(run.case)
@@ -596,7 +596,7 @@ def _kv_family(rule):
 
 
 def _kv_words(rule, run):
-    from helpers.exercises.checker_attention import scale_words
+    from helpers.checkers.checker_attention import scale_words
     a = run.case.args
     if rule.name is None:
         return (f"You divide the scores by {rule.formula()} whatever d_k is, which is right only when d_k = "

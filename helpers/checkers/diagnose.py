@@ -1,7 +1,7 @@
 """Diagnose a learner's own function for one piece of the course: run it on small inputs and name what is wrong.
 
 ``diagnose(fn, piece="attention")`` runs the learner's function on the
-piece's battery of inputs (helpers/exercises/battery.py), compares each
+piece's battery of inputs (helpers/checkers/battery.py), compares each
 result with the course's own function, and returns the same kind of
 feedback the exercise checkers return (``.correct``, ``.mistake``,
 ``.text``). When the function is wrong, the piece's checker looks for the
@@ -52,11 +52,11 @@ import sys
 
 import numpy as np
 
-from helpers.exercises import checker_attention, checker_masks, checker_softmax
-from helpers.exercises import checker_backward, checker_heads, checker_positions, checker_tiling
-from helpers.exercises import checker_rope
-from helpers.exercises.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
-from helpers.exercises.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, fn_name, safe_str  # noqa: F401 (re-exported)
+from helpers.checkers import checker_attention, checker_masks, checker_softmax
+from helpers.checkers import checker_backward, checker_heads, checker_positions, checker_tiling
+from helpers.checkers import checker_rope
+from helpers.checkers.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
+from helpers.checkers.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, fn_name, safe_str  # noqa: F401 (re-exported)
 
 __all__ = ["diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES"]
 
@@ -98,9 +98,9 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         ``"softmax_backward"``: ``fn(weights, grad_weights)`` -> grad_scores,
         the shape of weights (rows of a softmax over the last axis).
         ``"online_softmax_update"``, ``"tiled_attention"``,
-        ``"kv_cache_step"``: see helpers/exercises/checker_tiling.py.
+        ``"kv_cache_step"``: see helpers/checkers/checker_tiling.py.
         ``"rope"``: ``fn(x, positions=None)``, x (..., n, d) with d even ->
-        the rotated array, the shape of x (helpers/exercises/checker_rope.py).
+        the rotated array, the shape of x (helpers/checkers/checker_rope.py).
     piece: one of :data:`PIECES`.
     options: for attention only, ``masks=False`` / ``batches=False`` leave
         out the masked inputs, or the batch, for a stage of the course before

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.exercises.base import ChoiceExercise
-from helpers.exercises.diagnose import diagnose
+from helpers.checkers.diagnose import diagnose
 from helpers.exercises.feedback import Feedback
 from helpers.exercises.static import BuildCell
-from helpers.exercises.runner import (
+from helpers.checkers.runner import (
     call, fn_name, matches, mutation_words, parameter, raised_words, safe_str, side_by_side, same_array,
 )
 from helpers.real_model import _layer_norm, gelu, load_minilm
@@ -180,7 +180,7 @@ class BlockVerdict(BuildCell, Feedback):
 
     def solution(self):
         """A worked encoder block (a :class:`~helpers.exercises.Reveal`, folded until clicked)."""
-        from helpers.exercises.solutions import solution
+        from helpers.checkers.solutions import solution
         return solution("encoder_block")
 
 
@@ -319,7 +319,7 @@ def _raised_in_piece(error, fn):
     """(name, function) of the piece of ``fn``'s own module (workbook.py) whose code raised ``error``, when
     it is another function than ``fn`` and one that :func:`diagnose` checks (attention, split_heads, ...); else None.
     The deepest frame of that module in the traceback is the one that raised."""
-    from helpers.exercises.diagnose import PIECES
+    from helpers.checkers.diagnose import PIECES
     code = getattr(fn, "__code__", None)
     if error is None or code is None:
         return None
