@@ -1,7 +1,9 @@
 """The layout of helpers/ (issue 20): names stay findable, arrows run down, no circles, no module too big.
 
-Arrows run one way: explorers and exercises -> plots, examples, real_model,
-training, ... -> attention, positions, tiling -> inputs, paths (DESIGN.md).
+Arrows run one way: explorers, checkers -> exercises -> plots, examples, real_model,
+training, ... -> attention, positions, tiling -> inputs, paths (DESIGN.md). The checkers (the engine that
+judges a learner's function) use the exercises' Feedback; the exercises re-export the checkers' names only
+on first use, by name (PEP 562), never by an import (issue 32).
 """
 
 import ast
@@ -53,7 +55,9 @@ IMPORTED_BEFORE = {
                          "OutputExercise PermutedOutputExercise ProjectionExercise Reveal ScoreExercise "
                          "ScoreVarianceExercise SinusoidalEntryExercise SoftmaxGradientExercise SoftmaxRowExercise "
                          "SplitHeadsExercise WeightsCountExercise _NumericExercise _fmt diagnose exercise",
-    "helpers.checkers.diagnose": "ATOL BATTERY Diagnosis FAULTS RIGHT RTOL TIME_LIMIT _Model _SINGLE diagnose",  # was helpers.diagnose
+    "helpers.checkers.diagnose": "ATOL BATTERY Diagnosis FAULTS RIGHT RTOL TIME_LIMIT _Model _SINGLE diagnose",  # was helpers.diagnose, then helpers.exercises.diagnose
+    "helpers.checkers": "BATTERY Diagnosis FAULTS PIECES TIME_LIMIT diagnose solution run_with_your_attention "
+                        "check_your_block",
     "helpers.explorers": "DK_CHOICES KERNEL_LINE dk_explorer dk_state heads_explorer heads_state mask_explorer "  # was helpers.widgets
                          "mask_state random_model real_model_explorer real_model_state setup_check tiling_explorer "
                          "tiling_state Explorer",
@@ -107,8 +111,10 @@ def test_every_import_of_the_notebooks_tests_tools_and_instructors_guide_works()
 
 
 def test_the_old_rooms_are_gone_with_no_alias_left():
-    for old in ("widgets.py", "diagnose.py", "exercises.py"):
+    for old in ("widgets.py", "diagnose.py", "exercises.py", "exercises/diagnose.py", "exercises/runner.py",
+                "exercises/battery.py", "exercises/solutions.py", "exercises/finale.py"):
         assert not (HELPERS / old).exists()
+    assert not list((HELPERS / "exercises").glob("checker_*.py"))
     with pytest.raises(ImportError):
         importlib.import_module("helpers.widgets")
 
@@ -122,11 +128,12 @@ def test_attention_imports_nothing_but_numpy_and_inputs():
 
 
 def test_arrows_run_down():
-    top = ("helpers.exercises", "helpers.explorers")
+    top = ("helpers.checkers", "helpers.exercises", "helpers.explorers")
     core = {"helpers.attention", "helpers.positions", "helpers.tiling"}
     for name, targets in GRAPH.items():
-        for package in top:      # nothing below a package imports it
-            if not name.startswith(package):
+        for package in top:      # nothing below a package imports it (the checkers stand above the exercises)
+            if not name.startswith(package) and not (package == "helpers.exercises"
+                                                     and name.startswith("helpers.checkers")):
                 assert not any(t.startswith(package) for t in targets), f"{name} imports {package} from below"
         if name in core:
             assert targets <= core | {"helpers.inputs"}, f"{name} imports {targets - core}"
@@ -155,6 +162,29 @@ def test_no_module_holds_more_than_a_fifth_of_the_package():
     lines = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
     total = sum(lines.values())
     assert max(lines.values()) <= total / 5, {k: v for k, v in lines.items() if v > total / 5}
+
+
+def test_no_package_holds_more_than_a_third_of_the_project():
+    """Issue 32: helpers/exercises/ held 45% of the project's lines before the checkers left it."""
+    project = [p for p in ROOT.rglob("*.py") if not {".venv", ".git", "student", "site"} & set(p.relative_to(ROOT).parts)]
+    total = sum(len(p.read_text().splitlines()) for p in project)
+    for package in ("exercises", "checkers", "explorers"):
+        lines = sum(len(p.read_text().splitlines()) for p in (HELPERS / package).rglob("*.py"))
+        assert lines <= total / 3, (package, lines, total)
+
+
+def test_the_exercises_import_no_checker_and_still_re_export_them():
+    """`from helpers.exercises import diagnose` works, and importing the exercises loads no checker (a fresh
+    interpreter: the re-export is a PEP 562 module __getattr__, not an import)."""
+    import subprocess
+    import sys
+    code = ("import sys, helpers.exercises as ex; assert not [m for m in sys.modules if m.startswith('helpers.checkers')]; "
+            "from helpers.exercises import diagnose, solution, PIECES; import helpers.checkers as c; "
+            "assert diagnose is c.diagnose and solution is c.solution and PIECES is c.PIECES; "
+            "from helpers.exercises import solutions, checker_attention; import helpers.checkers.solutions as s; "
+            "assert solutions is s and checker_attention.__name__ == 'helpers.checkers.checker_attention'; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr
 
 
 def test_attention_reads_as_its_equations():

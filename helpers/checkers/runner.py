@@ -10,7 +10,7 @@ piece gives the same way; ``side_by_side`` shows the learner's output
 beside the expected one, with as many digits as it takes to see them differ.
 
 Used by the checker modules (checker_*.py) and diagnose.py; it imports
-only feedback.py, static.py (the build cells' page marker) and solutions.py of this package (and the course map,
+only feedback.py and static.py (the build cells' page marker) of helpers.exercises, solutions.py of this package (and the course map,
 helpers.course, for where each piece is built).
 """
 

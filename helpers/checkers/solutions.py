@@ -9,7 +9,7 @@ yet". ``workbook_source()`` is the text of the pristine workbook,
 notebooks/workbook.py; tests/test_checkers.py checks the stored file is
 exactly that, and tools/make_workbook.py writes it.
 
-Imports nothing of this package but feedback.py (and helpers/edition.py, which says whether
+Imports nothing of the course but helpers.exercises' feedback.py (and helpers/edition.py, which says whether
 this edition of the course withholds the worked versions).
 """
 
