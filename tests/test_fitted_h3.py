@@ -15,7 +15,7 @@ import types
 import numpy as np
 import pytest
 
-from helpers.exercises import checker_numeric, checker_positions, checker_rope, diagnose
+from helpers.checkers import checker_numeric, checker_positions, checker_rope, diagnose
 from helpers.checkers.runner import matches
 from helpers.positions import apply_rope, sinusoidal_positional_encoding
 
