@@ -989,7 +989,7 @@ def pe_maxjcohen(n, d_model):
 
 
 @wrong("positional_encoding", "row_0_zeros", "r9y9/deepvoice3_pytorch #19",
-       "Fills rows 1.. only (if pos != 0 else zeros), so row 0 is all zeros, not 0, 1, 0, 1, ...", "different")
+       "Fills rows 1.. only (if pos != 0 else zeros), so row 0 is all zeros, not 0, 1, 0, 1, ...", "first_row_zeros")
 def pe_row_zero(n, d_model):
     enc = np.array([[pos / np.power(10000, 2 * (i // 2) / d_model) for i in range(d_model)]
                     if pos != 0 else np.zeros(d_model) for pos in range(n)])
@@ -1145,8 +1145,6 @@ def softmax_backward_axis0(weights, grad_weights):
 @wrong("softmax_backward", "sum_axis_minus_2", "pattern", "Sums w * g over axis -2, the queries.", "wrong_axis")
 def softmax_backward_axis_m2(weights, grad_weights):
     w, g = np.asarray(weights, float), np.asarray(grad_weights, float)
-    if w.ndim < 2:
-        return w * (g - np.sum(w * g))
     return w * (g - np.sum(w * g, axis=-2, keepdims=True))
 
 
@@ -1199,7 +1197,7 @@ def softmax_backward_rows(weights, grad_weights):
 
 @wrong("online_softmax_update", "block_against_own_max", "PaddleJitLab/CUDATutorial #69",
        "Exponentiates the block against its own maximum and never brings it to the new running maximum.",
-       "different")
+       "block_not_rescaled")
 def online_softmax_update_own_max(running_max, running_sum, acc, scores, V_block):
     block_max = scores.max(axis=-1)
     new_max = np.maximum(running_max, block_max)
@@ -1209,9 +1207,9 @@ def online_softmax_update_own_max(running_max, running_sum, acc, scores, V_block
     return new_max, alpha * running_sum + p.sum(axis=-1), alpha[..., None] * acc + p @ V_block
 
 
-@wrong("online_softmax_update", "in_place", "pattern",
-       "Right numbers, but updates running_sum and acc in place and returns them, as a kernel's registers do.",
-       "mutates_inputs")
+@right("online_softmax_update", "in_place", "pattern",
+       "Right numbers; updates running_sum and acc in place and returns them, as a kernel's registers "
+       "do (the stub allows it: issue 32, section 3).")
 def online_softmax_update_in_place(running_max, running_sum, acc, scores, V_block):
     new_max = np.maximum(running_max, scores.max(axis=-1))
     shift = np.where(np.isneginf(new_max), 0.0, new_max)
@@ -1476,7 +1474,7 @@ def tiled_attention_per_query(Q, K, V, block_size):
 # ==========================================================================
 
 @wrong("kv_cache_step", "scale_sqrt_t_plus_1", "pattern",
-       "Divides the scores by sqrt(t + 1), the number of tokens so far, not sqrt(d_k).", "scale_by_shape")
+       "Divides the scores by sqrt(t + 1), the number of tokens so far, not sqrt(d_k).", "scale_by_n_keys")
 def kv_cache_step_scale_t(cache_keys, cache_values, q, k, v):
     keys = np.vstack([cache_keys, k])
     values = np.vstack([cache_values, v])
@@ -1638,7 +1636,7 @@ def apply_rope_half_precision(x, positions=None):
 
 @wrong("rope", "float16_angles", "EleutherAI/gpt-neox #1003",
        "The angles themselves m * theta computed in float16: at position 100 they are off by up to 0.03 rad.",
-       "different")
+       "low_precision")
 def apply_rope_half_angles(x, positions=None):
     d = x.shape[-1]
     inv_freq = (1.0 / 10000 ** (np.arange(0, d, 2) / d)).astype(np.float16)
