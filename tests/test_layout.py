@@ -1,9 +1,10 @@
 """The layout of helpers/ (issue 20): names stay findable, arrows run down, no circles, no module too big.
 
-Arrows run one way: explorers, checkers -> exercises -> plots, examples, real_model,
+Arrows run one way: pieces -> checkers; explorers, checkers -> exercises -> plots, examples, real_model,
 training, ... -> attention, positions, tiling -> inputs, paths (DESIGN.md). The checkers (the engine that
 judges a learner's function) use the exercises' Feedback; the exercises re-export the checkers' names only
-on first use, by name (PEP 562), never by an import (issue 32).
+on first use, by name (PEP 562), never by an import (issue 32). helpers.pieces (the function a cell runs:
+the learner's once diagnose says it is right, issue 33) stands above the checkers.
 """
 
 import ast
@@ -130,15 +131,24 @@ def test_attention_imports_nothing_but_numpy_and_inputs():
 def test_arrows_run_down():
     top = ("helpers.checkers", "helpers.exercises", "helpers.explorers")
     core = {"helpers.attention", "helpers.positions", "helpers.tiling"}
+    above = {"helpers.checkers": ("helpers.pieces",), "helpers.exercises": ("helpers.checkers", "helpers.pieces")}
     for name, targets in GRAPH.items():
         for package in top:      # nothing below a package imports it (the checkers stand above the exercises)
-            if not name.startswith(package) and not (package == "helpers.exercises"
-                                                     and name.startswith("helpers.checkers")):
+            if not name.startswith(package) and not name.startswith(above.get(package, ("-",))):
                 assert not any(t.startswith(package) for t in targets), f"{name} imports {package} from below"
         if name in core:
             assert targets <= core | {"helpers.inputs"}, f"{name} imports {targets - core}"
         if name in ("helpers.inputs", "helpers.paths"):
             assert not targets, f"{name} is at the bottom but imports {targets}"
+
+
+def test_the_pieces_stand_above_the_checkers():
+    """helpers.pieces imports the checkers (diagnose); nothing in helpers.checkers, helpers.exercises or below
+    imports it (only the explorers, beside the checkers, may), and it imports no explorer."""
+    assert any(t.startswith("helpers.checkers") for t in GRAPH["helpers.pieces"])
+    assert not any(t.startswith("helpers.explorers") for t in GRAPH["helpers.pieces"])
+    importers = sorted(name for name, targets in GRAPH.items() if "helpers.pieces" in targets)
+    assert all(name.startswith("helpers.explorers") for name in importers), importers
 
 
 def test_no_circles():

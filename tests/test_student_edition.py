@@ -97,7 +97,8 @@ def test_the_editions_readme_is_its_own_and_names_nothing_it_lacks(edition):
 
 def test_nbval_passes_in_the_edition(edition):
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JPY_SESSION_NAME")}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--nbval", f"notebooks/{NOTEBOOK}"],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--nbval",
+                          "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", f"notebooks/{NOTEBOOK}"],   # the edition's own copy
                          cwd=edition, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:]
     assert re.search(r"\d+ passed", run.stdout)

@@ -1,0 +1,290 @@
+"""Derive, build, use: the function a notebook cell runs for a piece, yours once it is right (issue 33, section 1).
+
+After a notebook's **Build it** section, its cells run on the learner's own
+workbook function for that piece once ``diagnose`` says it is right, and on
+the course's function until then::
+
+    softmax = piece("softmax")       # prints: your softmax
+    weights = softmax(scores)        # or: the course's softmax (yours: not attempted yet)
+
+Every call of :func:`piece` prints one short line saying whose version the
+cell runs; tests/nbval_sanitize.cfg folds exactly those
+lines for nbval, since the stored outputs are made with the workbook's stubs.
+The diagnosis is cached until workbook.py changes (its size, time or text)
+or the function's code does, so a cell costs a file check after the first.
+
+This module stands above the checkers (it imports helpers.checkers); nothing
+in helpers.checkers, helpers.exercises or below imports it
+(tests/test_layout.py checks that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import os
+import re
+import sys
+import types
+
+import numpy as np
+
+from helpers import inputs
+from helpers.attention import scaled_dot_product_attention, softmax as course_softmax
+from helpers.checkers.checker_attention import MASK_NAMES
+from helpers.checkers.checker_softmax import AXIS_NAMES
+from helpers.checkers.diagnose import diagnose
+from helpers.checkers.runner import parameter
+from helpers.course import BUILT_IN
+
+__all__ = ["piece", "clear_cache", "CHOICES", "USES"]
+
+CHOICES = ("softmax", "attention")
+"""The pieces :func:`piece` serves so far (the first step of issue 33: notebook 01's two)."""
+USES = ("auto", "course", "yours")
+"""auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
+_OPTIONS = {"softmax": (), "attention": ("masks", "batches")}
+_COURSE_NAMES = {"softmax": "softmax", "attention": "scaled_dot_product_attention"}
+
+_cache = {}      # (piece, options, fingerprint of the function) -> (Diagnosis, dtype of its output or None)
+_files = {}      # path -> ((size, mtime_ns), sha256 of the text)
+
+
+def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float64=False, quiet=False):
+    """The function a cell should run for the piece ``name``: yours once it is right, else the course's.
+
+    name: "softmax" or "attention" (:data:`CHOICES`).
+    use: "auto" (the default): your workbook function when ``diagnose`` says
+        Correct for it with this stage's options, else the course's; "course":
+        the course's, to compare with yours side by side; "yours": yours even
+        when diagnose finds a mistake (the line names it).
+    workbook: the module that holds your functions; None means the notebook's
+        ``workbook`` (notebooks/workbook.py, imported with %autoreload 2).
+    masks, batches (attention only): the stage of the course. Notebook 01
+        checks attention without a mask or a batch (the defaults); a cell that
+        passes a mask asks ``masks=True``, and yours runs only when diagnose
+        says it is right with masks too. The function returned refuses
+        (ValueError) a mask or a batch it was not asked for, whoever wrote it.
+    float64: True for a cell whose printed digits need float64 (a comparison
+        with a source's number): a right function of yours that computes in
+        another dtype (float32) gives way to the course's there, and the line
+        says why. Otherwise a right float32 or loop version runs as it is.
+    quiet: True prints no line.
+
+    Returns a function with the course's signature:
+    ``softmax(x, axis=-1)`` -> weights the shape of x (your function itself
+    when its axis is called axis); ``attention(Q, K, V, mask=None,
+    scale=None)`` -> (output (..., n_q, d_v), weights (..., n_q, n_k)), as
+    ``scaled_dot_product_attention``. Yours is adapted: ``scale`` multiplies
+    Q by scale * sqrt(d_k) (your function divides by sqrt(d_k)); when yours
+    returns the output only, the weights are your attention with V the
+    identity (weights @ I = weights); the inputs are checked as the course's
+    are (ValueError naming the argument).
+
+    Prints one line (unless quiet): "your softmax", "your softmax (in
+    float32)", "the course's softmax (yours: not attempted yet)", "the
+    course's softmax (yours: no_max_subtraction; see Build it in notebook 01)",
+    "the course's softmax (as asked)", ...
+
+    Raises ValueError for a name not in :data:`CHOICES` (naming it and the
+    choices), a ``use`` not in :data:`USES`, or masks/batches for softmax.
+    """
+    if not isinstance(name, str) or name not in CHOICES:
+        raise ValueError(f"piece must be one of {', '.join(map(repr, CHOICES))}; got {name!r}")
+    if not isinstance(use, str) or use not in USES:
+        raise ValueError(f"use must be one of {', '.join(map(repr, USES))}; got {use!r}")
+    options = {"masks": masks, "batches": batches}
+    for key, value in options.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{key} must be True or False; got {value!r}")
+        if value and key not in _OPTIONS[name]:
+            raise ValueError(f"piece({name!r}) takes no {key}= option")
+    options = {k: bool(v) for k, v in options.items() if k in _OPTIONS[name]}
+    fn, missing = _workbook_function(name, workbook)
+    verdict, dtype = (None, None) if fn is None else _diagnosis(fn, name, options)
+    mine = fn is not None and (use == "yours" or use == "auto" and verdict.correct
+                               and not (float64 and dtype not in (None, np.float64)))
+    line = _line(name, use, fn, missing, verdict, dtype, mine, float64, options)
+    if not quiet:
+        print(line)
+    return _adapt(name, fn, options) if mine else _course(name, options)
+
+
+def clear_cache():
+    """Forget every diagnosis (the next :func:`piece` call diagnoses again)."""
+    _cache.clear()
+    _files.clear()
+
+
+# --------------------------------------------------------------------------
+# Whose function, and its diagnosis (cached)
+# --------------------------------------------------------------------------
+
+def _workbook_function(name, workbook):
+    """(your function for ``name`` or None, why it is missing)."""
+    if workbook is None:
+        workbook = sys.modules.get("workbook")
+        if workbook is None:
+            try:
+                workbook = importlib.import_module("workbook")
+            except Exception:          # no workbook.py beside the notebook, or one that does not import
+                return None, "no workbook found"
+    fn = getattr(workbook, name, None)
+    return (fn, None) if callable(fn) else (None, f"no {name} in the workbook")
+
+
+def _fingerprint(fn):
+    """What the diagnosis depends on: the function's code and the text of the file that defines it."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if not isinstance(code, types.CodeType):       # a callable object: itself
+        return f"id {id(fn)}", None, None
+    own = hashlib.sha256(repr(_code_key(code)).encode()).hexdigest()
+    return own, code.co_filename, _file_hash(code.co_filename)
+
+
+def _code_key(code):
+    """The parts of a code object that say what it computes (marshal's bytes depend on reference counts)."""
+    consts = tuple(_code_key(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c))
+                   for c in code.co_consts)
+    return code.co_code, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, consts
+
+
+def _file_hash(path):
+    """The sha256 of the file at ``path``, read again only when its size or modification time changed."""
+    try:
+        stat = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    seen = _files.get(path)
+    if seen is not None and seen[0] == (stat.st_size, stat.st_mtime_ns):
+        return seen[1]
+    try:
+        with open(path, "rb") as file:
+            digest = hashlib.sha256(file.read()).hexdigest()
+    except OSError:
+        return None
+    _files[path] = ((stat.st_size, stat.st_mtime_ns), digest)
+    return digest
+
+
+def _diagnosis(fn, name, options):
+    """(diagnose's verdict on ``fn`` with ``options``, the dtype of its output on a small input, or None)."""
+    key = (name, tuple(sorted(options.items())), _fingerprint(fn))
+    if key not in _cache:
+        verdict = diagnose(fn, piece=name, **options)
+        _cache[key] = (verdict, _probe_dtype(fn, name) if verdict.correct else None)
+    return _cache[key]
+
+
+def _probe_dtype(fn, name):
+    """The dtype of a right function's output on a small float64 input (float32 shows in the line)."""
+    try:
+        if name == "softmax":
+            out = _adapt_softmax(fn)(np.array([[0.0, 1.0, 2.0]]))
+        else:
+            x = np.array([[1.0, 0.0], [0.5, 0.5]])
+            out = _adapt_attention(fn, {"masks": False, "batches": False})(x, x, x)[0]
+        return np.asarray(out).dtype.type
+    except Exception:
+        return None
+
+
+def _line(name, use, fn, missing, verdict, dtype, mine, float64, options):
+    if use == "course":
+        return f"the course's {name} (as asked)"
+    if fn is None:
+        return f"the course's {name} (yours: {missing})"
+    odd = dtype not in (None, np.float64)
+    if mine:
+        if not verdict.correct:
+            return f"your {name} (diagnose: {verdict.mistake})"
+        return f"your {name}" + (f" (in {np.dtype(dtype).name})" if odd else "")
+    if verdict.correct:      # right, but in float32 where the cell needs float64's digits
+        return f"the course's {name} (yours is {np.dtype(dtype).name}; this cell needs float64)"
+    if verdict.mistake == "not_attempted":
+        return f"the course's {name} (yours: not attempted yet)"
+    built = re.findall(r"notebook \d\d", BUILT_IN.get(name, ""))   # where it is built, and where masks come
+    if options.get("masks") and _diagnosis(fn, name, {**options, "masks": False})[0].correct:
+        return f"the course's {name} (yours with a mask: {verdict.mistake}; see Build it in {built[-1]})"
+    return f"the course's {name} (yours: {verdict.mistake}; see Build it in {built[0]})"
+
+
+# --------------------------------------------------------------------------
+# Yours with the course's signature, and the course's within the same stage
+# --------------------------------------------------------------------------
+
+def _adapt(name, fn, options):
+    return _adapt_softmax(fn) if name == "softmax" else _adapt_attention(fn, options)
+
+
+def _adapt_softmax(fn):
+    place = parameter(fn, AXIS_NAMES, 1)
+    if place in (("keyword", "axis"), None):
+        return fn if place else _named(lambda x, axis=-1: fn(x), fn)
+
+    def softmax(x, axis=-1):
+        return fn(x, axis) if place[0] == "position" else fn(x, **{place[1]: axis})
+    return _named(softmax, fn)
+
+
+def _adapt_attention(fn, options):
+    mask_place = parameter(fn, MASK_NAMES, 3, default_none=True) or ("keyword", "mask")
+
+    def run(Q, K, V, mask):
+        if mask is None:
+            return fn(Q, K, V)
+        return fn(Q, K, V, mask) if mask_place[0] == "position" else fn(Q, K, V, **{mask_place[1]: mask})
+
+    def attention(Q, K, V, mask=None, scale=None):
+        Q, K, V, batch = inputs.checked_qkv(Q, K, V, queries_needed=False)
+        _within_stage(Q, K, mask, options)
+        if mask is not None:
+            mask = inputs.checked_mask(mask, batch + (Q.shape[-2], K.shape[-2]))
+        if scale is not None:    # yours divides by sqrt(d_k): scale Q so the scores come out times scale
+            Q = Q * (inputs.checked_scale(scale, K.shape[-1]) * np.sqrt(K.shape[-1]))
+        result = run(Q, K, V, mask)
+        if isinstance(result, (tuple, list)) and len(result) == 2:
+            return np.asarray(result[0]), np.asarray(result[1])
+        n_k = K.shape[-2]       # output only: the weights are your attention on V = I, since weights @ I = weights
+        identity = np.broadcast_to(np.eye(n_k), K.shape[:-2] + (n_k, n_k)).copy()
+        return np.asarray(result), np.asarray(run(Q, K, identity, mask))
+    return _named(attention, fn)
+
+
+def _course(name, options):
+    if name == "softmax":
+        return course_softmax
+
+    def attention(Q, K, V, mask=None, scale=None):
+        _within_stage(Q, K, mask, options)
+        return scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)
+    return _named(attention, scaled_dot_product_attention)
+
+
+def _within_stage(Q, K, mask, options):
+    """ValueError for a mask or a batch the cell did not ask for (the diagnosis did not cover it)."""
+    if mask is not None and not options["masks"]:
+        raise ValueError("this attention was chosen without masks: ask for it with piece('attention', masks=True) "
+                         "to pass a mask")
+    if max(_ndim(Q), _ndim(K)) > 2 and not options["batches"]:
+        raise ValueError(f"this attention was chosen without batches (Q {np.shape(Q)}, K {np.shape(K)}): ask for "
+                         "it with piece('attention', batches=True) to pass a batch")
+
+
+def _ndim(x):
+    try:
+        return np.ndim(x)
+    except Exception:          # not an array at all: the input checks that follow say what is wrong
+        return 0
+
+
+def _named(wrapper, fn):
+    """``wrapper`` carrying ``fn``'s name and docstring (and ``__wrapped__``), so help() shows the original."""
+    for attr in ("__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(fn, attr))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = fn
+    return wrapper

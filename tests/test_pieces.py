@@ -1,0 +1,278 @@
+"""helpers.pieces (issue 33, section 1): a cell runs the learner's piece once diagnose says it is right.
+
+- The workbook's stubs give the course's function, and the line says "not attempted yet".
+- A worked function (helpers.checkers.solutions.WORKED) runs, and the line says "your softmax"; a wrong
+  one gives the course's, and the line names its key; a right float32 or loop version runs as it is.
+- The learner's attention is adapted to the course's signature (scale=, the weights of an output-only
+  function), a mask or a batch the cell did not ask for is refused whoever wrote the function.
+- The diagnosis is cached until the function's code or the text of its file changes.
+- tests/nbval_sanitize.cfg folds exactly the lines that depend on the workbook, and no number; every
+  nbval run of the project passes it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from nbval.plugin import get_sanitize_patterns
+
+import helpers.pieces as pieces
+from helpers.attention import scaled_dot_product_attention, softmax as course_softmax
+from helpers.checkers.solutions import WORKED, workbook_source
+from helpers.pieces import CHOICES, USES, piece
+
+ROOT = Path(__file__).resolve().parents[1]
+SANITIZER = ROOT / "tests" / "nbval_sanitize.cfg"
+rng = np.random.default_rng(33)
+Q, K, V = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+MASK = np.tril(np.ones((4, 5), dtype=bool))
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    pieces.clear_cache()
+    yield
+    pieces.clear_cache()
+
+
+def module_from(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def chosen(capsys, *args, **kwargs):
+    """(the function piece(...) returns, the one line it printed)."""
+    fn = piece(*args, **kwargs)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 1, printed
+    return fn, printed[0]
+
+
+def naive_softmax(x, axis=-1):
+    e = np.exp(x)                                   # no maximum subtracted
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def float32_softmax(x, axis=-1):
+    x = np.asarray(x, dtype=np.float32)
+    top = x.max(axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(top), top, np.float32(0)))
+    total = e.sum(axis=axis, keepdims=True)
+    return e / np.where(total == 0, np.float32(1), total)
+
+
+def loop_softmax(x, axis=-1):
+    x = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+    out = np.zeros(x.shape)
+    for index in np.ndindex(x.shape[:-1]):
+        row = x[index]
+        top = max(row) if np.isfinite(max(row)) else 0.0
+        e = [float(np.exp(s - top)) for s in row]
+        total = sum(e)
+        out[index] = [v / total if total else 0.0 for v in e]
+    return np.moveaxis(out, -1, axis)
+
+
+def output_only_attention(Q, K, V, mask=None):
+    return WORKED["attention"](Q, K, V, mask)[0]
+
+
+# ------------------------------------------------------------ whose function runs, and the line
+
+def test_the_stubs_give_the_course_functions_not_attempted_yet(tmp_path, capsys):
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    stubs = module_from(tmp_path / "stubs.py", "stubs_for_pieces")
+    fn, line = chosen(capsys, "softmax", workbook=stubs)
+    assert fn is course_softmax and line == "the course's softmax (yours: not attempted yet)"
+    fn, line = chosen(capsys, "attention", workbook=stubs)
+    assert line == "the course's attention (yours: not attempted yet)"
+    out, weights = fn(Q, K, V)
+    want = scaled_dot_product_attention(Q, K, V)
+    assert np.array_equal(out, want[0]) and np.array_equal(weights, want[1])
+
+
+def test_the_repository_workbook_is_the_stubs_and_gives_the_course_functions(capsys):
+    # the stored outputs are made with it (tests/test_checkers.py checks its text too)
+    stubs = module_from(ROOT / "notebooks" / "workbook.py", "workbook_as_shipped")
+    assert chosen(capsys, "softmax", workbook=stubs)[1] == "the course's softmax (yours: not attempted yet)"
+
+
+def test_a_worked_function_runs_and_says_yours(capsys):
+    mine = types.SimpleNamespace(**WORKED)
+    fn, line = chosen(capsys, "softmax", workbook=mine)
+    assert fn is WORKED["softmax"] and line == "your softmax"
+    fn, line = chosen(capsys, "attention", workbook=mine)
+    assert line == "your attention"
+    out, weights = fn(Q, K, V)
+    want_out, want_weights = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(weights, want_weights, rtol=1e-12, atol=1e-14)
+
+
+def test_a_wrong_function_gives_the_course_and_names_its_key(capsys):
+    fn, line = chosen(capsys, "softmax", workbook=types.SimpleNamespace(softmax=naive_softmax))
+    assert fn is course_softmax
+    assert line.startswith("the course's softmax (yours: no_max_subtraction") and "see Build it in notebook 01" in line
+    fn, line = chosen(capsys, "softmax", "yours", workbook=types.SimpleNamespace(softmax=naive_softmax))
+    assert fn is naive_softmax and line.startswith("your softmax (diagnose: no_max_subtraction")
+
+
+def test_the_course_on_request_to_compare(capsys):
+    fn, line = chosen(capsys, "softmax", use="course", workbook=types.SimpleNamespace(**WORKED))
+    assert fn is course_softmax and line == "the course's softmax (as asked)"
+    mine, course = piece("attention", quiet=True, workbook=types.SimpleNamespace(**WORKED)), piece("attention", "course")
+    assert capsys.readouterr().out == "the course's attention (as asked)\n"
+    np.testing.assert_allclose(mine(Q, K, V)[1], course(Q, K, V)[1], rtol=1e-12)
+
+
+def test_a_right_float32_or_loop_version_runs_as_it_is(capsys):
+    fn, line = chosen(capsys, "softmax", workbook=types.SimpleNamespace(softmax=float32_softmax))
+    assert fn is float32_softmax and line == "your softmax (in float32)"
+    assert fn(np.array([1000.0, 1001.0])).dtype == np.float32
+    fn, line = chosen(capsys, "softmax", workbook=types.SimpleNamespace(softmax=loop_softmax))
+    assert fn is loop_softmax and line == "your softmax"
+    # a cell whose digits need float64 keeps the course's, and says why
+    fn, line = chosen(capsys, "softmax", float64=True, workbook=types.SimpleNamespace(softmax=float32_softmax))
+    assert fn is course_softmax and line == "the course's softmax (yours is float32; this cell needs float64)"
+    assert piece("softmax", float64=True, quiet=True, workbook=types.SimpleNamespace(softmax=loop_softmax)) is loop_softmax
+
+
+def test_no_workbook_function_gives_the_course_and_says_so(capsys):
+    fn, line = chosen(capsys, "softmax", workbook=types.SimpleNamespace())
+    assert fn is course_softmax and line == "the course's softmax (yours: no softmax in the workbook)"
+
+
+# ------------------------------------------------------------ the learner's attention, adapted
+
+def test_an_output_only_attention_gives_its_weights_and_takes_scale(capsys):
+    fn, line = chosen(capsys, "attention", workbook=types.SimpleNamespace(attention=output_only_attention))
+    assert line == "your attention"
+    for scale in (None, 1.0, 0.25):
+        out, weights = fn(Q, K, V, scale=scale)
+        want_out, want_weights = scaled_dot_product_attention(Q, K, V, scale=scale)
+        np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(weights, want_weights, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="scale must be a positive finite number"):
+        fn(Q, K, V, scale=-1.0)
+    with pytest.raises(ValueError, match="Q and K must have the same d_k"):
+        fn(Q, K[:, :2], V)
+
+
+def test_a_mask_needs_a_diagnosis_with_masks(capsys):
+    def no_mask_handled(Q, K, V, mask=None):
+        return WORKED["attention"](Q, K, V)
+    mine = types.SimpleNamespace(attention=no_mask_handled)
+    fn, line = chosen(capsys, "attention", workbook=mine)
+    assert line == "your attention"
+    fn_masked, line = chosen(capsys, "attention", masks=True, workbook=mine)
+    assert line == "the course's attention (yours with a mask: mask_ignored; see Build it in notebook 04)"
+    np.testing.assert_array_equal(fn_masked(Q, K, V, mask=MASK)[1], scaled_dot_product_attention(Q, K, V, MASK)[1])
+    right = piece("attention", masks=True, quiet=True, workbook=types.SimpleNamespace(**WORKED))
+    np.testing.assert_allclose(right(Q, K, V, mask=MASK)[1], scaled_dot_product_attention(Q, K, V, MASK)[1])
+    # a mask or a batch the cell did not ask for: refused, whoever wrote the function
+    for workbook in (mine, types.SimpleNamespace()):
+        unmasked = piece("attention", quiet=True, workbook=workbook)
+        with pytest.raises(ValueError, match=r"masks=True"):
+            unmasked(Q, K, V, mask=MASK)
+        with pytest.raises(ValueError, match=r"batches=True"):
+            unmasked(Q[None], K[None], V[None])
+
+
+# ------------------------------------------------------------ errors
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match=r"piece must be one of 'softmax', 'attention'; got 'sofmax'"):
+        piece("sofmax")
+    with pytest.raises(ValueError, match=r"use must be one of 'auto', 'course', 'yours'; got 'mine'"):
+        piece("softmax", use="mine")
+    with pytest.raises(ValueError, match=r"piece\('softmax'\) takes no masks= option"):
+        piece("softmax", masks=True)
+    with pytest.raises(ValueError, match=r"batches must be True or False"):
+        piece("attention", batches="yes")
+    assert CHOICES == ("softmax", "attention") and USES == ("auto", "course", "yours")
+
+
+# ------------------------------------------------------------ the cache
+
+def test_the_diagnosis_is_cached_until_the_workbook_changes(tmp_path, monkeypatch, capsys):
+    calls = []
+    real = pieces.diagnose
+    monkeypatch.setattr(pieces, "diagnose", lambda fn, **kw: calls.append(kw) or real(fn, **kw))
+    path = tmp_path / "my_workbook.py"
+    path.write_text(workbook_source())
+    module = module_from(path, "my_workbook")
+    for _ in range(3):
+        assert chosen(capsys, "softmax", workbook=module)[1] == "the course's softmax (yours: not attempted yet)"
+    assert len(calls) == 1                                         # one diagnosis, then the cache
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))   # saved again, the same text
+    piece("softmax", quiet=True, workbook=module)
+    assert len(calls) == 1
+    path.write_text(workbook_source() + "\n# a note\n")           # the text changed: diagnosed again
+    piece("softmax", quiet=True, workbook=module)
+    assert len(calls) == 2
+    path.write_text(workbook_source() + "\n\ndef softmax(x, axis=-1):\n"
+                    "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+                    "    return e / e.sum(axis=axis, keepdims=True)\n")
+    module = module_from(path, "my_workbook")                     # what %autoreload 2 does after a save
+    assert chosen(capsys, "softmax", workbook=module)[1].startswith("the course's softmax (yours: neg_inf_nan")
+    assert len(calls) == 3
+
+
+def test_the_cache_tells_apart_two_functions_with_the_same_file(capsys):
+    # both live in this test file: the function's code is part of the key
+    assert chosen(capsys, "softmax", workbook=types.SimpleNamespace(softmax=naive_softmax))[1] != \
+        chosen(capsys, "softmax", workbook=types.SimpleNamespace(softmax=loop_softmax))[1]
+
+
+# ------------------------------------------------------------ nbval's sanitizer
+
+def fold(text):
+    for regex, replace in get_sanitize_patterns(SANITIZER.read_text()):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+@pytest.mark.parametrize("line", [
+    "your softmax", "your attention", "your softmax (in float32)", "your softmax (diagnose: no_max_subtraction)",
+    "the course's softmax (yours: not attempted yet)",
+    "the course's softmax (yours: no_max_subtraction+neg_inf_nan; see Build it in notebook 01)",
+    "the course's attention (yours with a mask: mask_ignored; see Build it in notebook 04)",
+    "the course's softmax (yours is float32; this cell needs float64)",
+    "the course's softmax (yours: no softmax in the workbook)"])
+def test_the_sanitizer_folds_every_whose_line_to_one_text(line):
+    name = line.split()[1] if line.startswith("your") else line.split()[2]
+    assert fold(f"above\n{line}\nweights: [0.132 0.325]\n") == f"above\n[{name}: yours or the course's]\nweights: [0.132 0.325]\n"
+
+
+@pytest.mark.parametrize("text", [
+    "the course's softmax (as asked)", "your softmax (0.269)", "your softmax [0.269 0.731]",
+    "the course's softmax (yours: 0.269)", "your softmax: 0.5", "softmax of the scaled scores: [0.132 0.325]",
+    "your answer", "print('your softmax')", "the course's softmax (yours: not attempted yet) 0.5"])
+def test_the_sanitizer_folds_nothing_else_and_no_number(text):
+    assert fold(text) == text
+
+
+def test_the_sanitizer_knows_every_piece_the_accessor_serves():
+    regex = get_sanitize_patterns(SANITIZER.read_text())[0][0]
+    named = re.findall(r"\((\w+(?:\|\w+)*)\)", regex)
+    assert named and all(set(group.split("|")) == set(CHOICES) for group in named)
+
+
+def test_every_nbval_run_of_the_project_passes_the_sanitizer():
+    runs = {"Makefile": (ROOT / "Makefile").read_text()}
+    runs |= {str(p.relative_to(ROOT)): p.read_text() for p in (ROOT / "tests").glob("*.py") if p.name != "test_pieces.py"}
+    using = {name: text for name, text in runs.items() if re.search(r"""["']?--nbval["']?[,\s]""", text)}
+    assert "Makefile" in using and "tests/test_other_blas.py" in using and "tests/test_student_edition.py" in using
+    for name, text in using.items():
+        assert "--nbval-sanitize-with" in text, f"{name} runs nbval without tests/nbval_sanitize.cfg"
+    assert "tests/nbval_sanitize.cfg" in re.search(r"^test:.*\n\t(.*)$", runs["Makefile"], re.M).group(1)
