@@ -134,8 +134,8 @@ def _loop_weights(X, W_Q, W_K, mask=None):
 
 def test_the_right_answers_are_computed_from_the_inputs():
     nb1, nb2 = NAMESPACES["01_river_bank.ipynb"], NAMESPACES["02_two_senses.ipynb"]
-    # By hand: q_flooded = (0.8 + 0.1, 0.4 + 0.2) = (0.9, 0.6), k_bank = (1.0, 0.5): 0.9 + 0.3 = 1.2.
-    assert np.isclose(nb1["ex_score"].expected, 1.2)
+    # By hand: q_shore = (0.9 + 0.05, 0.45 + 0.1) = (0.95, 0.55), k_bank = (1.0, 0.5): 0.95 + 0.275 = 1.225.
+    assert np.isclose(nb1["ex_score"].expected, 1.225)
     # By hand: q_interest = (3 * 2 - 1 * 1, 3 * 0 - 1 * 3) = (5, -3).
     assert np.allclose(nb2["ex_query"].expected, [5, -3])
     # The output of 'The' from loops sharing no code with the helpers.
@@ -371,7 +371,7 @@ def test_hint_and_solution_fold_in_html_and_read_plainly():
         assert isinstance(reveal, Reveal)
         assert reveal._repr_html_().startswith(f"<details><summary><b>{label}</b>")
         assert repr(reveal).startswith(label + ":\n")
-    assert "&#x27;flooded&#x27;" in first._repr_html_()   # text is escaped
+    assert "&#x27;shore&#x27;" in first._repr_html_()   # text is escaped
 
 
 # ------------------------------------------------------------ never raises

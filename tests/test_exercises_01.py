@@ -241,6 +241,34 @@ def _split_at_appendix(nb):
     return nb.cells[:i], nb.cells[i:]
 
 
+# ------------------------------------------------------------ exercise 1: its answer is on no line above it
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def _numbers_above(nb, cell_id):
+    """Every number the page shows above the cell ``cell_id``: its prose and every text output."""
+    end = next(k for k, c in enumerate(nb.cells) if c.get("id") == cell_id)
+    texts = []
+    for cell in nb.cells[:end]:
+        texts += [cell.source] if cell.cell_type == "markdown" else [
+            str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
+    return [float(x) for t in texts for x in NUMBER.findall(t)]
+
+
+def test_exercise_1s_answer_is_printed_nowhere_above_it():
+    # issue 33, section 2: its first pair, flooded against bank (1.2), was in the printed Q K^T of section 4,
+    # as is every pair of the sentence; the score of a new word is printed nowhere
+    from helpers.exercises.feedback import EXACT_ATOL
+    nb = nbformat.read(NB01, as_version=4)
+    solution = next(c for c in nb.cells if c.get("id") == "ex-score-solution")
+    answer = float(re.search(r"= (-?[\d.]+)\s*$", solution.outputs[0]["data"]["text/plain"]).group(1))
+    above = _numbers_above(nb, "ex-score-try")
+    assert not [x for x in above if abs(x - answer) <= EXACT_ATOL], answer
+    scores = RB.X @ RB.W_Q @ (RB.X @ RB.W_K).T
+    assert all(any(abs(x - s) <= EXACT_ATOL for x in above) for s in scores.ravel())   # why: every pair is there
+
+
 # ------------------------------------------------------------ the build cells
 
 @pytest.mark.parametrize("call", ['diagnose(workbook.softmax, piece="softmax")',
