@@ -17,7 +17,7 @@ lab: $(READY)
 # module, and each notebook's cells, together on one worker, in order. The sanitizer folds the one line a cell
 # prints to say whose softmax or attention ran (yours once right, else the course's: helpers/pieces.py), and nothing else.
 test: $(READY)
-	env -u MPLBACKEND $(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadscope
+	env -u MPLBACKEND $(PY) -m pytest --nbval --nbval-sanitize-with nbval_sanitize.cfg -n 2 --dist loadscope
 
 # Re-run every notebook in place in a fresh kernel, to regenerate its stored outputs.
 execute: $(READY)

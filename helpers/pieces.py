@@ -8,7 +8,7 @@ the course's function until then::
     weights = softmax(scores)        # or: the course's softmax (yours: not attempted yet)
 
 Every call of :func:`piece` prints one short line saying whose version the
-cell runs; tests/nbval_sanitize.cfg folds exactly those
+cell runs; nbval_sanitize.cfg folds exactly those
 lines for nbval, since the stored outputs are made with the workbook's stubs.
 The diagnosis is cached until workbook.py changes (its size, time or text)
 or the function's code does, so a cell costs a file check after the first.

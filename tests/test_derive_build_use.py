@@ -6,7 +6,7 @@ skips the maximum (no_max_subtraction) beside the worked attention. Each cell th
 after that piece's Build it and prints one line saying whose ran: "your softmax" once it is right, the
 course's naming the mistake otherwise. Either way every cell (but the build cells, whose verdict is the
 point) prints what is stored, once the whose-lines are folded as nbval folds them
-(tests/nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
+(nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from helpers.explorers.static import STATIC_FORMS_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "01_river_bank.ipynb"
-FOLDS = get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text())
+FOLDS = get_sanitize_patterns((ROOT / "nbval_sanitize.cfg").read_text())
 BUILD = re.compile(r"diagnose\(\s*workbook\.(\w+)")
 USE = re.compile(r"""piece\(\s*["'](\w+)["']""")
 CELL_TIMEOUT = 120      # seconds one cell may take: the whole notebook runs in a few seconds

@@ -101,7 +101,7 @@ def test_the_environment_really_changes_the_kernel_threads_and_simd_paths():
 def test_every_notebook_prints_the_same_under_another_blas_kernel():
     skip_unless_x86_openblas()
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"),
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-sanitize-with", str(ROOT / "nbval_sanitize.cfg"),
          "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *[str(p.relative_to(ROOT)) for p in NOTEBOOKS]],
         cwd=ROOT, env=other_blas_env(), capture_output=True, text=True, timeout=900)
     tail = "\n".join(run.stdout.splitlines()[-60:])

@@ -6,7 +6,7 @@
 - The learner's attention is adapted to the course's signature (scale=, the weights of an output-only
   function), a mask or a batch the cell did not ask for is refused whoever wrote the function.
 - The diagnosis is cached until the function's code or the text of its file changes.
-- tests/nbval_sanitize.cfg folds exactly the lines that depend on the workbook, and no number; every
+- nbval_sanitize.cfg folds exactly the lines that depend on the workbook, and no number; every
   nbval run of the project passes it.
 """
 
@@ -29,7 +29,7 @@ from helpers.checkers.solutions import WORKED, workbook_source
 from helpers.pieces import CHOICES, USES, piece
 
 ROOT = Path(__file__).resolve().parents[1]
-SANITIZER = ROOT / "tests" / "nbval_sanitize.cfg"
+SANITIZER = ROOT / "nbval_sanitize.cfg"
 rng = np.random.default_rng(33)
 Q, K, V = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
 MASK = np.tril(np.ones((4, 5), dtype=bool))
@@ -274,5 +274,5 @@ def test_every_nbval_run_of_the_project_passes_the_sanitizer():
     using = {name: text for name, text in runs.items() if re.search(r"""["']?--nbval["']?[,\s]""", text)}
     assert "Makefile" in using and "tests/test_other_blas.py" in using and "tests/test_student_edition.py" in using
     for name, text in using.items():
-        assert "--nbval-sanitize-with" in text, f"{name} runs nbval without tests/nbval_sanitize.cfg"
-    assert "tests/nbval_sanitize.cfg" in re.search(r"^test:.*\n\t(.*)$", runs["Makefile"], re.M).group(1)
+        assert "--nbval-sanitize-with" in text, f"{name} runs nbval without nbval_sanitize.cfg"
+    assert "nbval_sanitize.cfg" in re.search(r"^test:.*\n\t(.*)$", runs["Makefile"], re.M).group(1)

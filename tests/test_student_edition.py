@@ -73,7 +73,7 @@ def test_the_edition_is_a_course_folder_of_its_own(edition):
     assert json.loads((edition / EDITION_FILE).read_text())["keep_solutions"] == []
     assert (edition / "notebooks" / "workbook.py").read_text() == workbook_source()
     for needed in ("helpers/exercises/base.py", "data/river_bank.json", "requirements.txt", "pyproject.toml",
-                   "binder/postBuild", "Makefile", "conftest.py"):
+                   "binder/postBuild", "Makefile", "conftest.py", "nbval_sanitize.cfg"):
         assert (edition / needed).is_file(), needed
     for left_behind in ("tests", "tools", "INSTRUCTORS.md"):
         assert not (edition / left_behind).exists(), left_behind
@@ -98,7 +98,7 @@ def test_the_editions_readme_is_its_own_and_names_nothing_it_lacks(edition):
 def test_nbval_passes_in_the_edition(edition):
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JPY_SESSION_NAME")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--nbval",
-                          "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", f"notebooks/{NOTEBOOK}"],   # the edition's own copy
+                          "--nbval-sanitize-with", "nbval_sanitize.cfg", f"notebooks/{NOTEBOOK}"],   # the edition's own copy
                          cwd=edition, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:]
     assert re.search(r"\d+ passed", run.stdout)

@@ -11,11 +11,11 @@ targets (``lab``, and ``test``: nbval of the notebooks), the pristine
 workbook of stubs, and every notebook (or those named with --notebooks,
 ``04_masking`` or ``04_masking.ipynb``), re-executed in a fresh kernel
 inside DEST so that no stored output shows a solution, and nbval's sanitizer
-(tests/nbval_sanitize.cfg, which its ``make test`` passes: a learner's right
+(nbval_sanitize.cfg, which its ``make test`` passes: a learner's right
 piece changes the line a cell prints to say whose ran). Its settings are in
 DEST/edition.json (helpers/edition.py reads them): the notebooks that keep
 their solutions are helpers.edition.KEEP_SOLUTIONS, the instructor's flag,
-or those named with --keep. The tests, tools and INSTRUCTORS.md stay behind.
+or those named with --keep. Tests, tools and INSTRUCTORS.md stay behind.
 
 Each notebook runs with JPY_SESSION_NAME set to its path, as a Jupyter
 server sets it, so a kept notebook shows its solutions; DEST/conftest.py
@@ -50,7 +50,7 @@ from execute_notebooks import execute  # noqa: E402  (tools/ is not a package)
 from helpers.edition import EDITION_FILE, KEEP_SOLUTIONS  # noqa: E402
 
 COPIED = ("helpers", "data", "jupyter", "binder", "requirements.txt", "requirements-nodeps.txt",
-          "pyproject.toml", "notebooks/workbook.py", "tests/nbval_sanitize.cfg")
+          "pyproject.toml", "notebooks/workbook.py", "nbval_sanitize.cfg")
 """What the edition takes from the course folder besides the notebooks (the Makefile is trimmed; the README
 and .gitignore are its own, written by :func:`student_readme` and from GITIGNORE)."""
 GITIGNORE = ".venv/\n__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\n.pytest_cache/\njupyter/lab/\njupyter/migrated\n"
@@ -197,7 +197,6 @@ def build(dest, notebooks=None, keep=KEEP_SOLUTIONS, run=True, force=False):
         if source.is_dir():
             shutil.copytree(source, dest / item, ignore=IGNORED)
         elif source.is_file():
-            (dest / item).parent.mkdir(parents=True, exist_ok=True)     # tests/ holds only nbval's sanitizer
             shutil.copy2(source, dest / item)
     (dest / "Makefile").write_text(student_makefile((ROOT / "Makefile").read_text()))
     (dest / "conftest.py").write_text(CONFTEST)
