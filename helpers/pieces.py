@@ -45,7 +45,6 @@ CHOICES = ("softmax", "attention")
 USES = ("auto", "course", "yours")
 """auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
 _OPTIONS = {"softmax": (), "attention": ("masks", "batches")}
-_COURSE_NAMES = {"softmax": "softmax", "attention": "scaled_dot_product_attention"}
 
 _cache = {}      # (piece, options, fingerprint of the function) -> (Diagnosis, dtype of its output or None)
 _files = {}      # path -> ((size, mtime_ns), sha256 of the text)
@@ -94,18 +93,20 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
         raise ValueError(f"piece must be one of {', '.join(map(repr, CHOICES))}; got {name!r}")
     if not isinstance(use, str) or use not in USES:
         raise ValueError(f"use must be one of {', '.join(map(repr, USES))}; got {use!r}")
-    options = {"masks": masks, "batches": batches}
-    for key, value in options.items():
+    for key, value in {"masks": masks, "batches": batches, "float64": float64, "quiet": quiet}.items():
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{key} must be True or False; got {value!r}")
-        if value and key not in _OPTIONS[name]:
+        if value and key in ("masks", "batches") and key not in _OPTIONS[name]:
             raise ValueError(f"piece({name!r}) takes no {key}= option")
-    options = {k: bool(v) for k, v in options.items() if k in _OPTIONS[name]}
-    fn, missing = _workbook_function(name, workbook)
-    verdict, dtype = (None, None) if fn is None else _diagnosis(fn, name, options)
-    mine = fn is not None and (use == "yours" or use == "auto" and verdict.correct
-                               and not (float64 and dtype not in (None, np.float64)))
-    line = _line(name, use, fn, missing, verdict, dtype, mine, float64, options)
+    options = {k: bool(v) for k, v in {"masks": masks, "batches": batches}.items() if k in _OPTIONS[name]}
+    if use == "course":
+        fn, mine, line = None, False, f"the course's {name} (as asked)"
+    else:
+        fn, missing = _workbook_function(name, workbook)
+        verdict, dtype = (None, None) if fn is None else _diagnosis(fn, name, options)
+        narrow = float64 and dtype not in (None, np.float64)      # right, but in float32 where the cell needs float64
+        mine = fn is not None and (use == "yours" or verdict.correct and not narrow)
+        line = _line(name, fn, missing, verdict, dtype, mine, options)
     if not quiet:
         print(line)
     return _adapt(name, fn, options) if mine else _course(name, options)
@@ -190,9 +191,8 @@ def _probe_dtype(fn, name):
         return None
 
 
-def _line(name, use, fn, missing, verdict, dtype, mine, float64, options):
-    if use == "course":
-        return f"the course's {name} (as asked)"
+def _line(name, fn, missing, verdict, dtype, mine, options):
+    """The line that says whose function runs, and why not yours."""
     if fn is None:
         return f"the course's {name} (yours: {missing})"
     odd = dtype not in (None, np.float64)

@@ -198,6 +198,8 @@ def test_bad_arguments_are_named():
         piece("softmax", masks=True)
     with pytest.raises(ValueError, match=r"batches must be True or False"):
         piece("attention", batches="yes")
+    with pytest.raises(ValueError, match=r"float64 must be True or False; got 64"):
+        piece("softmax", float64=64)
     assert CHOICES == ("softmax", "attention") and USES == ("auto", "course", "yours")
 
 
