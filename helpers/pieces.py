@@ -20,6 +20,7 @@ in helpers.checkers, helpers.exercises or below imports it
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -221,11 +222,11 @@ def _adapt(name, fn, options):
 def _adapt_softmax(fn):
     place = parameter(fn, AXIS_NAMES, 1)
     if place in (("keyword", "axis"), None):
-        return fn if place else _named(lambda x, axis=-1: fn(x), fn)
+        return fn if place else functools.update_wrapper(lambda x, axis=-1: fn(x), fn)
 
     def softmax(x, axis=-1):
         return fn(x, axis) if place[0] == "position" else fn(x, **{place[1]: axis})
-    return _named(softmax, fn)
+    return functools.update_wrapper(softmax, fn)
 
 
 def _adapt_attention(fn, options):
@@ -249,7 +250,7 @@ def _adapt_attention(fn, options):
         n_k = K.shape[-2]       # output only: the weights are your attention on V = I, since weights @ I = weights
         identity = np.broadcast_to(np.eye(n_k), K.shape[:-2] + (n_k, n_k)).copy()
         return np.asarray(result), np.asarray(run(Q, K, identity, mask))
-    return _named(attention, fn)
+    return functools.update_wrapper(attention, fn)
 
 
 def _course(name, options):
@@ -259,7 +260,7 @@ def _course(name, options):
     def attention(Q, K, V, mask=None, scale=None):
         _within_stage(Q, K, mask, options)
         return scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)
-    return _named(attention, scaled_dot_product_attention)
+    return functools.update_wrapper(attention, scaled_dot_product_attention)
 
 
 def _within_stage(Q, K, mask, options):
@@ -277,14 +278,3 @@ def _ndim(x):
         return np.ndim(x)
     except Exception:          # not an array at all: the input checks that follow say what is wrong
         return 0
-
-
-def _named(wrapper, fn):
-    """``wrapper`` carrying ``fn``'s name and docstring (and ``__wrapped__``), so help() shows the original."""
-    for attr in ("__name__", "__qualname__", "__doc__"):
-        try:
-            setattr(wrapper, attr, getattr(fn, attr))
-        except (AttributeError, TypeError):
-            pass
-    wrapper.__wrapped__ = fn
-    return wrapper
