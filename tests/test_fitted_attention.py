@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from helpers.exercises import diagnose
+from helpers.checkers import fitted
 from helpers.checkers.battery import ATTENTION
 
 
@@ -69,6 +70,14 @@ def test_a_softmax_along_any_fixed_axis_is_wrong_axis_naming_the_axis(axis, word
     verdict = diagnose(attention_axis(axis))
     assert verdict.mistake == "wrong_axis", verdict.text
     assert f"Your softmax runs along {words}" in verdict.text and "axis=-1" in verdict.text
+
+
+def test_one_axis_fitter_gives_every_axis_or_every_axis_but_the_last_each_in_its_order():
+    """fitted.axis_candidates serves softmax_backward's sum (every axis) and the softmaxes of attention and
+    multi-head attention (every axis but the last, -2 first)."""
+    assert fitted.axis_candidates(3) == [0, 1, 2, -1, -2, -3]
+    assert fitted.axis_candidates(4, but_last=True) == [-2, 0, 1, 2, -3, -4]
+    assert fitted.axis_candidates(2, but_last=True) == [-2, 0]
 
 
 def attention_global_max(Q, K, V, mask=None):

@@ -393,7 +393,8 @@ def _mha_axis_words(axis, run):
 
 
 MHA_AXIS = fitted.Family(
-    "wrong_axis", "softmax", fit=lambda runs: fitted.reduction_axes(max(r.case.args["X"].ndim + 1 for r in runs)),
+    "wrong_axis", "softmax", fit=lambda runs: fitted.axis_candidates(
+        max(r.case.args["X"].ndim + 1 for r in runs), but_last=True),
     model=lambda a, axis: [m for fill in (-np.inf, -1e9) for m in _multi_head(a, frozenset(), axis=axis, fill=fill)],
     words=_mha_axis_words)
 

@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules", "nice_values", "number", "AxesPermutation",
-           "fit_permutation", "swap_spellings", "reduction_axes"]
+           "fit_permutation", "swap_spellings"]
 
 
 @dataclass(frozen=True)
@@ -179,12 +179,16 @@ def fit_factor(out, expected):
     return float(np.sum(out * expected)) / norm if norm > 0 else None
 
 
-def axis_candidates(ndim):
-    """Every axis of an array of ``ndim`` dimensions as code writes it, positive first: 0, 1, ..., -1, -2, ...
-    The values an axis family tries (a fixed integer in the learner's code: the same on inputs of every size,
-    refused by numpy where the input has no such axis)."""
-    return list(range(ndim)) + [-k for k in range(1, ndim + 1)]
+def axis_candidates(ndim, but_last=False):
+    """The fixed axes (integers in the learner's code: the same on inputs of every size, refused by numpy where the
+    input has no such axis) of an array of up to ``ndim`` dimensions that an axis family tries, in its order.
 
+    but_last False: every axis, positive first: 0, 1, ..., -1, -2, ... (the family's ``right`` leaves out the right
+    one). but_last True: every axis a reduction (a softmax, a sum) may be written along but the last, for a piece
+    whose right axis is -1: -2 first (the usual slip), then each fixed axis from 0, then the others from the end."""
+    if but_last:
+        return [-2] + list(range(ndim - 1)) + [-k for k in range(3, ndim + 1)]
+    return list(range(ndim)) + [-k for k in range(1, ndim + 1)]
 
 
 def nice_values(p, digits=(0, 3, 2, 1)):
@@ -210,7 +214,7 @@ __all__ += ["fit_factor", "axis_candidates"]
 
 
 # --------------------------------------------------------------------------
-# Axes: a permutation written with fixed axes, and the axes a reduction may run along
+# Axes: a permutation written with fixed axes
 # --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -274,9 +278,3 @@ def fit_permutation(source, target, after=lambda y: [y], match=None):
             swaps += swap_spellings(moved[0], moved[1], ndim)
         others.append(AxesPermutation(tuple(order)))
     return swaps + others
-
-
-def reduction_axes(ndim):
-    """The axes a softmax (or any reduction) of an array with up to ``ndim`` axes may be written along, but the
-    last: -2 first (the usual slip), then each fixed axis from 0, then the other axes counted from the end."""
-    return [-2] + list(range(ndim - 1)) + [-k for k in range(3, ndim + 1)]
