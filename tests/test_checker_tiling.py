@@ -131,12 +131,40 @@ def step_one_max(running_max, running_sum, acc, scores, V_block):
     return new, factor * running_sum + p.sum(axis=-1), factor[..., None] * acc + p @ V_block
 
 
+def step_block_max_only(running_max, running_sum, acc, scores, V_block):
+    """The block's maximum alone taken as the new running max, not max(old, block) (tile-ai/tilelang #1148)."""
+    scores_max = scores.max(axis=-1)
+    shift = np.where(np.isneginf(scores_max), 0.0, scores_max)
+    scale = np.where(np.isneginf(running_max), 0.0, np.exp(running_max - shift))
+    p = np.exp(scores - shift[..., None])
+    return scores_max, scale * running_sum + p.sum(axis=-1), scale[..., None] * acc + p @ V_block
+
+
+def step_rescale_inverted(running_max, running_sum, acc, scores, V_block):
+    """The old totals rescaled by exp(m_new - m_old), not exp(m_old - m_new) (deepseek-ai/FlashMLA #177)."""
+    new = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new), 0.0, new)
+    scale = np.where(np.isneginf(running_max), 0.0, np.exp(shift - running_max))
+    p = np.exp(scores - shift[..., None])
+    return new, scale * running_sum + p.sum(axis=-1), scale[..., None] * acc + p @ V_block
+
+
+def step_rescale_inverted_unguarded(running_max, running_sum, acc, scores, V_block):
+    """exp(m_new - m_old) with no guard: inf times an empty total is NaN on the first block."""
+    new = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new), 0.0, new)
+    alpha = np.exp(shift - running_max)
+    p = np.exp(scores - shift[..., None])
+    return new, alpha * running_sum + p.sum(axis=-1), alpha[..., None] * acc + p @ V_block
+
+
 STEP_NAMED = [
     (step_own_block_max, "block_not_rescaled"), (step_one_max, "max_over_everything"),
     (step_acc_not_rescaled, "acc_not_rescaled"), (step_sum_not_rescaled, "sum_not_rescaled"),
     (step_neither_rescaled, "acc_not_rescaled+sum_not_rescaled"), (step_old_max_kept, "old_max_kept"),
     (step_normalised, "normalised_per_block"), (step_flash1, "normalised_per_block+neg_inf_nan"),
-    (step_textbook, "neg_inf_nan"),
+    (step_textbook, "neg_inf_nan"), (step_block_max_only, "block_max_only"),
+    (step_rescale_inverted, "rescale_inverted"), (step_rescale_inverted_unguarded, "rescale_inverted"),
 ]
 
 
@@ -266,7 +294,8 @@ def tiled_one_max(Q, K, V, block_size):
 
 
 TILED_NAMED = [(tiled_one_sentence, "batch_transpose"), (tiled_with(step_own_block_max), "block_not_rescaled"),
-    (tiled_one_max, "max_over_everything"), 
+    (tiled_one_max, "max_over_everything"), (tiled_with(step_block_max_only), "block_max_only"),
+    (tiled_with(step_rescale_inverted), "rescale_inverted"),
     (tiled_with(step_acc_not_rescaled), "acc_not_rescaled"), (tiled_with(step_sum_not_rescaled), "sum_not_rescaled"),
     (tiled_first_max_kept, "old_max_kept"), (tiled_normalised_each, "normalised_per_block"),
     (tiled_with(step_flash1), "normalised_per_block"),       # FlashAttention 1's O, divided once more at the end
