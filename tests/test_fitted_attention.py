@@ -2,6 +2,8 @@
 and the masks (issue 32, sections 1 to 4): each wrong function is written the way public code writes it, and its
 verdict names the key and the learner's own value, read off inputs of several sizes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -168,6 +170,65 @@ def test_the_permutation_is_fitted_across_numbers_of_axes():
                             split_heads(c.args["x"], c.args["num_heads"])) for c in SPLIT_HEADS]
     assert any(right) and not all(right)
     assert {c.args["x"].ndim for c in SPLIT_HEADS} >= {2, 3, 4}
+
+
+def split_heads_then_batch(x, num_heads):
+    """tf.transpose(x, [2, 0, 1, 3]) after the reshape (lsdefine/attention-is-all-you-need-keras #36): the heads
+    before the batch, (h, B, n, d_k); one sentence is made a batch of one and given back without it."""
+    one = x.ndim == 2
+    b = x[None] if one else x
+    B, n, d = b.shape
+    y = np.transpose(b.reshape(B, n, num_heads, d // num_heads), [2, 0, 1, 3])
+    return y[:, 0] if one else y
+
+
+def merge_heads_read_head_major(x):
+    """The heads read as (h, B, n, d_k) by a reshape, then permuted (0, 2, 1, 3) and merged
+    (gazelle93/Transformer-Various-Positional-Encoding #1): the array holds (B, h, n, d_k)."""
+    h, n, d_k = x.shape[-3:]
+    lead = x.shape[:-3]
+    y = x.reshape(h, -1, n, d_k).transpose(0, 2, 1, 3)
+    return y.reshape(*lead, n, h * d_k)
+
+
+def _heads_piece(piece, shapes):
+    """The split or merge piece with its own inputs: x of each shape (split: (shape, num_heads))."""
+    from helpers.checkers.battery import Input
+    rng = np.random.default_rng(7)
+    if piece.name == "split_heads":
+        cases = tuple(Input(f"{s}", f"x of shape {s}, num_heads = {h}", {"x": rng.normal(size=s), "num_heads": h})
+                      for s, h in shapes)
+    else:
+        cases = tuple(Input(f"{s}", f"heads of shape {s}", {"x": rng.normal(size=s)}) for s in shapes)
+    return dataclasses.replace(piece, cases=cases)
+
+
+@pytest.mark.parametrize("piece, fn, shapes, words", [
+    ("split_heads", split_heads_then_batch, [[((3, 4), 2), ((2, 3, 4), 2)], [((5, 6), 3), ((3, 2, 6), 3)]],
+     ["transpose(2, 0, 1, 3)", "a batch of one", "the heads' axis, the batch axis, the tokens' axis"]),
+    ("merge_heads", merge_heads_read_head_major, [[(2, 3, 2), (2, 2, 3, 2), (3, 2, 2, 4, 3)],
+                                                 [(3, 4, 1), (3, 3, 2, 2), (2, 3, 3, 1, 2)]],
+     ["(num_heads, B, n, d_k)", "as if they stood before the batch", "swapaxes(1, 2)"]),
+])
+def test_heads_stacked_before_the_batch_are_axes_permuted_on_inputs_of_other_sizes(piece, fn, shapes, words):
+    from helpers.checkers import checker_heads
+    whole = diagnose(fn, piece=piece)
+    parts = [_heads_piece(checker_heads.SPLIT if piece == "split_heads" else checker_heads.MERGE, s) for s in shapes]
+    for verdict in [whole] + [part.check(fn, 2.0) for part in parts]:
+        assert verdict.mistake == "axes_permuted", verdict.text
+        assert all(w in verdict.text for w in words), verdict.text
+        assert "np.swapaxes(x, -2, -3)" in verdict.text
+
+
+def test_a_split_made_a_batch_of_one_with_the_right_swap_is_right_where_numpy_agrees():
+    """The right swap of a batch, transpose(0, 2, 1, 3), with one sentence made a batch of one: right on one
+    sentence and on a batch; named only because it refuses two leading axes."""
+    def split(x, num_heads):
+        b = x[None] if x.ndim == 2 else x
+        y = b.reshape(*b.shape[:-1], num_heads, -1).transpose(0, 2, 1, 3)
+        return y[0] if x.ndim == 2 else y
+    verdict = diagnose(split, piece="split_heads")
+    assert verdict.mistake == "axes_permuted" and "transpose(0, 2, 1, 3)" in verdict.text, verdict.text
 
 
 # --------------------------------------------------------------------------

@@ -254,9 +254,23 @@ def _what_it_swaps(perm, ndim, names):
     return "it puts the axes in the order " + ", ".join(names[k] for k in moved)
 
 
+STACK_FIRST_AXES = ("what it takes for the heads' axis", "what it takes for the batch axis", "the tokens' axis",
+                    "each head's features (d_k)")
+"""The axes of (..., num_heads, n, d_k) read by a reshape as (num_heads, B, n, d_k): the names of what the code
+believes it transposes."""
+
+
 def _perm_words(perm, run, source, names, whole, fix):
     ndim = np.ndim(source)
-    return (f"You transpose with fixed axes, {perm.formula()} {whole}: on {run.case.words}, "
+    if perm.read == "stack_first":
+        plain = fitted.AxesPermutation(perm.axes, perm.swap)
+        return (f"You reshape the heads to (num_heads, B, n, d_k), as if they stood before the batch, then transpose "
+                f"with fixed axes, {perm.formula()} {whole}: {_what_it_swaps(plain, 4, STACK_FIRST_AXES)}. The heads "
+                "stand after the batch, (B, num_heads, n, d_k), so that reshape deals one sentence's heads out to "
+                f"several sentences (it reads the numbers in memory order). {fix}")
+    batch = (f"You make one sentence a batch of one and transpose with fixed axes for {perm.ndim} axes"
+             if perm.read == "batch_of_one" else "You transpose with fixed axes")
+    return (f"{batch}, {perm.formula()} {whole}: on {run.case.words}, "
             f"{_what_it_swaps(perm, ndim, names)}. Fixed axes do one thing to a batch and another to one sentence. "
             f"{fix}")
 
@@ -274,11 +288,11 @@ def _fit_perm(runs, expected, fit):
 
 def _fit_split_perm(runs):
     return _fit_perm(runs, lambda a: np.asarray(split_heads(a["x"], a["num_heads"])),
-                     lambda a, out: fitted.fit_permutation(_cut(a["x"], a["num_heads"]), out))
+                     lambda a, out: fitted.fit_permutation(_cut(a["x"], a["num_heads"]), out, reads=fitted.READS))
 
 
 def _right_swap(perm):
-    return perm.swap and set(perm.axes) == {-2, -3}
+    return perm.swap and set(perm.axes) == {-2, -3} and not perm.read
 
 
 SPLIT_PERM = fitted.Family(
@@ -306,7 +320,8 @@ def _merge_ways(x, y):
 
 def _fit_merge_perm(runs):
     return _fit_perm(runs, lambda a: np.asarray(merge_heads(a["x"])),
-                     lambda a, out: fitted.fit_permutation(a["x"], out, after=lambda y: _merge_ways(a["x"], y)))
+                     lambda a, out: fitted.fit_permutation(a["x"], out, after=lambda y: _merge_ways(a["x"], y),
+                                                           reads=fitted.READS))
 
 
 def _merge_model(a, perm):

@@ -20,6 +20,7 @@ Used by the checker modules (checker_*.py); it imports nothing of the course.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -223,20 +224,49 @@ class AxesPermutation:
 
     Fixed axes mean the same code does different things to arrays of different numbers of axes: swapaxes(1, 2)
     swaps tokens and heads of (B, n, h, d_k) but heads and d_k of (n, h, d_k); transpose(1, 0, 2) refuses a
-    4-D array. :meth:`apply` does what numpy does (and raises where numpy refuses)."""
+    4-D array. :meth:`apply` does what numpy does (and raises where numpy refuses).
+
+    read: how the code reads the array before it transposes (:data:`READS`): "" as it is; "batch_of_one", code
+    written for arrays of ``ndim`` axes that makes one of ``ndim - 1`` a batch of one (x[None], reshape(1, ...))
+    and drops that axis after; "stack_first", a reshape to (x.shape[-3], -1, x.shape[-2], x.shape[-1]): the code
+    believes axis -3 stands first, before the batch (heads stacked before the batch, (h, B, n, d_k)), and reads
+    the memory of (B, h, ...) so."""
 
     axes: tuple
     swap: bool = False
+    read: str = ""
+    ndim: int = 0
 
-    def apply(self, a):
+    def _plain(self, a):
         return np.swapaxes(a, *self.axes) if self.swap else np.transpose(a, self.axes)
 
+    def _batched(self, a):
+        return self.read == "batch_of_one" and a.ndim == self.ndim - 1
+
+    def _batch_goes_to(self, ndim):
+        """Where the transpose puts axis 0 of an array of ``ndim`` axes."""
+        return self._plain(np.empty((2,) + (1,) * (ndim - 1))).shape.index(2)
+
+    def apply(self, a):
+        if self._batched(a):
+            return np.squeeze(self._plain(a[None]), axis=self._batch_goes_to(a.ndim + 1))
+        if self.read == "stack_first":
+            a = a.reshape(a.shape[-3], -1, *a.shape[-2:])
+        return self._plain(a)
+
     def undo(self, a):
-        """The inverse transpose, written with the same axes (a swap is its own inverse)."""
-        return self.apply(a) if self.swap else np.transpose(a, np.argsort(self.axes))
+        """The inverse transpose, written with the same axes (a swap is its own inverse); a batch of one is added
+        and dropped again. A "stack_first" read is not undone (its inverse reshape needs the array's shape)."""
+        if self._batched(a):
+            return self.undo(np.expand_dims(a, self._batch_goes_to(a.ndim + 1)))[0]
+        return self._plain(a) if self.swap else np.transpose(a, np.argsort(self.axes))
 
     def formula(self):
         return f"swapaxes({self.axes[0]}, {self.axes[1]})" if self.swap else f"transpose{tuple(self.axes)}"
+
+
+READS = ("", "batch_of_one", "stack_first")
+"""The ways of reading an array before a fixed-axes transpose that :class:`AxesPermutation` models."""
 
 
 def swap_spellings(i, j, ndim):
@@ -250,31 +280,52 @@ def swap_spellings(i, j, ndim):
     return found
 
 
-def fit_permutation(source, target, after=lambda y: [y], match=None):
+def fit_permutation(source, target, after=lambda y: [y], match=None, reads=("",)):
     """Every :class:`AxesPermutation` with ``after(p.apply(source))`` holding ``target`` (any of its ways), simplest
-    first: each swap in its fixed spellings (:func:`swap_spellings`), then each other order as ``transpose(...)``.
+    first: each swap in its fixed spellings (:func:`swap_spellings`), then each other order as ``transpose(...)``;
+    then the same for each other read of ``reads`` (:data:`READS`; "batch_of_one": each permutation found on
+    ``source`` as code written for its number of axes, then those of ``source`` made a batch of one).
 
     after: y -> the arrays the code makes of the transposed array (a reshape, say); match(a, b) -> bool
-    (default np.allclose of same shapes). The identity is left out (no transpose at all is a fault of its own).
-    For a permutation fitted on one input and then checked on inputs of other numbers of axes."""
+    (default np.allclose of same shapes). The identity is left out (no transpose at all is a fault of its own),
+    but not a read followed by the identity. For a permutation fitted on one input and then checked on inputs of
+    other numbers of axes."""
     source, target = np.asarray(source), np.asarray(target)
     match = match or (lambda a, b: a.shape == b.shape and bool(np.allclose(a, b, equal_nan=True)))
-    ndim = source.ndim
+    plain = _fit_orders(source, target, after, match, lambda order: AxesPermutation(order), skip_identity=True)
+    found = list(plain)
+    for read in reads:
+        if read == "batch_of_one":
+            found += [dataclasses.replace(p, read=read, ndim=source.ndim) for p in plain]
+            found += _fit_orders(source, target, after, match, lambda order: AxesPermutation(
+                order, read=read, ndim=source.ndim + 1), skip_identity=False, ndim=source.ndim + 1)
+        elif read == "stack_first" and source.ndim >= 3:
+            found += _fit_orders(source, target, after, match, lambda order: AxesPermutation(
+                order, read=read), skip_identity=False, ndim=4)
+    return list(dict.fromkeys(found))
+
+
+def _fit_orders(source, target, after, match, make, skip_identity, ndim=None):
+    """The permutations ``make(order)`` (orders of ``ndim`` axes, source.ndim by default) whose ``after`` of
+    ``apply(source)`` holds ``target``: swaps first (spelled each fixed way), then the other orders."""
+    ndim = source.ndim if ndim is None else ndim
     swaps, others = [], []
     if ndim > 6:
         return []
     for order in itertools.permutations(range(ndim)):
-        if list(order) == list(range(ndim)):
+        if skip_identity and list(order) == list(range(ndim)):
             continue
+        perm = make(tuple(order))
         try:
             with np.errstate(all="ignore"):
-                ways = after(np.transpose(source, order))
+                ways = after(perm.apply(source))
             if not any(w is not None and match(np.asarray(w), target) for w in ways):
                 continue
         except Exception:
             continue
         moved = [k for k in range(ndim) if order[k] != k]
         if len(moved) == 2:
-            swaps += swap_spellings(moved[0], moved[1], ndim)
-        others.append(AxesPermutation(tuple(order)))
+            swaps += [dataclasses.replace(make(tuple(order)), axes=p.axes, swap=True)
+                      for p in swap_spellings(moved[0], moved[1], ndim)]
+        others.append(perm)
     return swaps + others
