@@ -263,6 +263,34 @@ def test_multi_head_faults_with_a_parameter_are_named_with_the_value(fn, key, wo
     assert words in verdict.text, verdict.text
 
 
+def mha_softmax_over_heads_and_keys(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Heads and keys flattened into one row before the softmax (facebookresearch/detr #247): the heads of one
+    query share one distribution."""
+    d_k = X.shape[-1] // num_heads
+    Q, K, V = (np.swapaxes((X @ W).reshape(*X.shape[:-1], num_heads, d_k), -2, -3) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    rows = np.moveaxis(s, -3, -2)                                  # (..., n, h, n)
+    flat = rows.reshape(*rows.shape[:-2], -1)
+    e = np.exp(flat - flat.max(axis=-1, keepdims=True))
+    w = np.moveaxis((e / e.sum(axis=-1, keepdims=True)).reshape(rows.shape), -2, -3)
+    out = np.swapaxes(w @ V, -2, -3)
+    return out.reshape(X.shape) @ W_O
+
+
+def test_a_softmax_over_heads_and_keys_at_once_is_wrong_axis_naming_both_on_inputs_of_other_sizes():
+    from helpers.checkers import checker_heads
+    parts = [dataclasses.replace(checker_heads.MULTI, cases=tuple(c for c in checker_heads.MULTI.cases
+                                                                  if c.name in names))
+             for names in (("two heads", "four heads"), ("batch", "random (5, 12)", "random (2, 6, 8)"))]
+    whole = diagnose(mha_softmax_over_heads_and_keys, piece="multi_head_attention")
+    for verdict in [whole] + [part.check(mha_softmax_over_heads_and_keys, 2.0) for part in parts]:
+        assert verdict.mistake == "wrong_axis", verdict.text
+        assert "axis=(-3, -1)" in verdict.text and "the heads' axis and the keys' axis together" in verdict.text
+        assert "axis=-1" in verdict.text
+
+
 def test_a_scale_of_multi_head_attention_fits_across_sizes():
     # the first wrong input has 4 heads; the others 1, 2, 3: only the rule num_heads explains them all
     from helpers.checkers.battery import MULTI_HEAD

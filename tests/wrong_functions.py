@@ -814,7 +814,7 @@ def mha_nbatches(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
 
 @wrong("multi_head_attention", "heads_before_batch_mask", "lsdefine/attention-is-all-you-need-keras #36",
        "Stacks the heads before the batch, (h B, n, d_k), but repeats each sentence's mask in (B h) order.",
-       "different")
+       "head_axis")
 def mha_head_major(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     one = X.ndim == 2
     X = X[None] if one else X
