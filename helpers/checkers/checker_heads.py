@@ -416,11 +416,12 @@ def _is_d_k(rule):
 
 MHA_CONSTANT = fitted.Family(
     "constant_scale", "scale", fit=lambda runs: _mha_rules(runs, True),
-    model=lambda a, rule: _multi_head(a, frozenset(), scale=1 / rule.value(_mha_sizes(a))), words=_mha_scale_words)
+    model=lambda a, rule, faults=frozenset(): _multi_head(a, faults, scale=1 / rule.value(_mha_sizes(a))),
+    words=_mha_scale_words)
 MHA_SHAPE = fitted.Family(
     "scale_by_shape", "scale", fit=lambda runs: _mha_rules(runs, False),
-    model=lambda a, rule: _multi_head(a, frozenset(), scale=1 / rule.value(_mha_sizes(a))), words=_mha_scale_words,
-    right=_is_d_k)
+    model=lambda a, rule, faults=frozenset(): _multi_head(a, faults, scale=1 / rule.value(_mha_sizes(a))),
+    words=_mha_scale_words, right=_is_d_k)
 
 
 def _mha_axis_words(axis, run):
@@ -456,7 +457,8 @@ def _mha_axes(runs):
 
 MHA_AXIS = fitted.Family(
     "wrong_axis", "softmax", fit=_mha_axes,
-    model=lambda a, axis: [m for fill in (-np.inf, -1e9) for m in _multi_head(a, frozenset(), axis=axis, fill=fill)],
+    model=lambda a, axis, faults=frozenset(): [m for fill in (-np.inf, -1e9)
+                                               for m in _multi_head(a, faults, axis=axis, fill=fill)],
     words=_mha_axis_words)
 
 

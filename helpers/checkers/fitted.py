@@ -21,6 +21,7 @@ Used by the checker modules (checker_*.py); it imports nothing of the course.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -41,7 +42,9 @@ class Family:
     fit: runs -> candidate values (hashable; a float, an axis, a :class:`SizeRule`, ...), read off the
         outputs of the runs that went wrong. May return nothing.
     model: (args, value) -> the output the piece gives with that value: an array, a list of arrays (ways
-        of writing it), or None where numpy refuses the computation.
+        of writing it), or None where numpy refuses the computation. A model written (args, value, faults=...)
+        also takes fixed faults of the piece (a frozenset of keys, passed to the piece's own model): the family
+        is then combined with one fixed fault of another part (:func:`explain_with_faults`).
     words: (value, run) -> the sentence that names the value, for the first input that went wrong.
     right: value -> True when that value is the right computation (it is then never named).
     """
@@ -53,12 +56,21 @@ class Family:
     words: Callable
     right: Callable = staticmethod(lambda value: False)
 
-    def predict(self, args, value):
-        """The model's outputs as a list of float arrays, or None where the model (numpy) refuses."""
+    @property
+    def takes_faults(self):
+        """Does the model take fixed faults too (a third parameter)?"""
+        try:
+            return len(inspect.signature(self.model).parameters) >= 3
+        except (TypeError, ValueError):
+            return False
+
+    def predict(self, args, value, faults=frozenset()):
+        """The model's outputs (with those fixed faults too, if any) as a list of float arrays, or None where the
+        model (numpy) refuses."""
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                found = self.model(args, value)
+                found = self.model(args, value, frozenset(faults)) if faults else self.model(args, value)
         except Exception:
             return None
         if found is None:
@@ -71,20 +83,47 @@ def explain(families, runs, agrees):
 
     agrees(run, family, value) -> whether the function's result on that run is the family's with that value
     (each checker says what agreeing means for its piece: the rows that count, a refused computation)."""
+    found = explain_with_faults(families, runs, lambda run, family, value, faults: agrees(run, family, value))
+    return None if found is None else found[:2]
+
+
+def explain_with_faults(families, runs, agrees, faults_for=lambda family: (), wrong=(),
+                        accept=lambda family, value, faults: True):
+    """(family, value, faults) of the simplest explanation of every run, or None: each family alone (faults
+    empty), in order; then each family with one set of fixed faults of ``faults_for(family)`` (for a family whose
+    model takes faults: the piece's fixed faults of another part, one at a time).
+
+    agrees(run, family, value, faults) -> whether the function's result on that run is the model's. Each family is
+    fitted once (on ``runs``, in their order); the runs of ``wrong`` (those that went wrong) are compared first, so
+    that a model that does not explain them is refused early. accept(family, value, faults): a last check of an
+    explanation that agrees (a checker's: a model that numpy refuses on every input explains nothing)."""
+    ordered = list(wrong) + [run for run in runs if not any(run is w for w in wrong)]
+    fits = []
     for family in families:
         try:
             values = list(dict.fromkeys(family.fit(runs) or ()))
         except Exception:                 # a fit never turns a verdict into a crash
             continue
-        for value in values:
-            try:
-                if family.right(value):
-                    continue
-                if all(agrees(run, family, value) for run in runs):
-                    return family, value
-            except Exception:
-                continue
+        fits.append((family, [v for v in values if not _is_right(family, v)]))
+    for combined in (False, True):
+        for family, values in fits:
+            extra = [frozenset(f) for f in faults_for(family)] if combined and family.takes_faults else []
+            for faults in ([frozenset()] if not combined else extra):
+                for value in values:
+                    try:
+                        if all(agrees(run, family, value, faults) for run in ordered) and accept(
+                                family, value, faults):
+                            return family, value, faults
+                    except Exception:
+                        continue
     return None
+
+
+def _is_right(family, value):
+    try:
+        return bool(family.right(value))
+    except Exception:
+        return True
 
 
 def fit_scalar(outputs, target, lo, hi, log=True, rtol=1e-4, atol=1e-6):
@@ -211,7 +250,7 @@ def number(x):
     return _number(x)
 
 
-__all__ += ["fit_factor", "axis_candidates"]
+__all__ += ["fit_factor", "axis_candidates", "explain_with_faults", "READS"]
 
 
 # --------------------------------------------------------------------------
