@@ -131,31 +131,35 @@ def step_one_max(running_max, running_sum, acc, scores, V_block):
     return new, factor * running_sum + p.sum(axis=-1), factor[..., None] * acc + p @ V_block
 
 
-def step_block_max_only(running_max, running_sum, acc, scores, V_block):
-    """The block's maximum alone taken as the new running max, not max(old, block) (tile-ai/tilelang #1148)."""
-    scores_max = scores.max(axis=-1)
-    shift = np.where(np.isneginf(scores_max), 0.0, scores_max)
-    scale = np.where(np.isneginf(running_max), 0.0, np.exp(running_max - shift))
-    p = np.exp(scores - shift[..., None])
-    return scores_max, scale * running_sum + p.sum(axis=-1), scale[..., None] * acc + p @ V_block
+def step_block_max_only(m_i, l_i, acc_o, s_ij, v_j):
+    """The block's maximum alone taken as the new running max, not max(old, block) (tile-ai/tilelang #1148),
+    written row by row as a kernel's loop over query rows."""
+    m_new, l_new, o_new = np.empty_like(m_i), np.empty_like(l_i), np.empty_like(acc_o)
+    for r in np.ndindex(*m_i.shape):
+        m_new[r] = s_ij[r].max()
+        ref = m_new[r] if np.isfinite(m_new[r]) else 0.0
+        alpha = np.exp(m_i[r] - ref) if np.isfinite(m_i[r]) else 0.0
+        p = np.exp(s_ij[r] - ref)
+        l_new[r] = alpha * l_i[r] + p.sum()
+        o_new[r] = alpha * acc_o[r] + p @ v_j[r[:-1]] if v_j.ndim > 2 else alpha * acc_o[r] + p @ v_j
+    return m_new, l_new, o_new
 
 
-def step_rescale_inverted(running_max, running_sum, acc, scores, V_block):
-    """The old totals rescaled by exp(m_new - m_old), not exp(m_old - m_new) (deepseek-ai/FlashMLA #177)."""
-    new = np.maximum(running_max, scores.max(axis=-1))
-    shift = np.where(np.isneginf(new), 0.0, new)
-    scale = np.where(np.isneginf(running_max), 0.0, np.exp(shift - running_max))
-    p = np.exp(scores - shift[..., None])
-    return new, scale * running_sum + p.sum(axis=-1), scale[..., None] * acc + p @ V_block
+def _inverted(guard):
+    def step_rescale_inverted(running_max, running_sum, acc, scores, V_block):
+        """The old totals rescaled by exp(m_new - m_old), not exp(m_old - m_new) (deepseek-ai/FlashMLA #177);
+        guard: 0 where nothing was seen yet (else exp(+inf) times an empty total is NaN)."""
+        m_new = np.fmax(running_max, np.max(scores, -1))
+        ref = np.nan_to_num(m_new, neginf=0.0)
+        rescale = np.exp(ref - running_max)
+        if guard:
+            rescale[np.isneginf(running_max)] = 0.0
+        e = np.exp(scores - ref[..., None])
+        return m_new, running_sum * rescale + e.sum(-1), acc * rescale[..., None] + np.matmul(e, V_block)
+    return step_rescale_inverted
 
 
-def step_rescale_inverted_unguarded(running_max, running_sum, acc, scores, V_block):
-    """exp(m_new - m_old) with no guard: inf times an empty total is NaN on the first block."""
-    new = np.maximum(running_max, scores.max(axis=-1))
-    shift = np.where(np.isneginf(new), 0.0, new)
-    alpha = np.exp(shift - running_max)
-    p = np.exp(scores - shift[..., None])
-    return new, alpha * running_sum + p.sum(axis=-1), alpha[..., None] * acc + p @ V_block
+step_rescale_inverted, step_rescale_inverted_unguarded = _inverted(True), _inverted(False)
 
 
 STEP_NAMED = [
