@@ -131,12 +131,44 @@ def step_one_max(running_max, running_sum, acc, scores, V_block):
     return new, factor * running_sum + p.sum(axis=-1), factor[..., None] * acc + p @ V_block
 
 
+def step_block_max_only(m_i, l_i, acc_o, s_ij, v_j):
+    """The block's maximum alone taken as the new running max, not max(old, block) (tile-ai/tilelang #1148),
+    written row by row as a kernel's loop over query rows."""
+    m_new, l_new, o_new = np.empty_like(m_i), np.empty_like(l_i), np.empty_like(acc_o)
+    for r in np.ndindex(*m_i.shape):
+        m_new[r] = s_ij[r].max()
+        ref = m_new[r] if np.isfinite(m_new[r]) else 0.0
+        alpha = np.exp(m_i[r] - ref) if np.isfinite(m_i[r]) else 0.0
+        p = np.exp(s_ij[r] - ref)
+        l_new[r] = alpha * l_i[r] + p.sum()
+        o_new[r] = alpha * acc_o[r] + p @ v_j[r[:-1]] if v_j.ndim > 2 else alpha * acc_o[r] + p @ v_j
+    return m_new, l_new, o_new
+
+
+def _inverted(guard):
+    def step_rescale_inverted(running_max, running_sum, acc, scores, V_block):
+        """The old totals rescaled by exp(m_new - m_old), not exp(m_old - m_new) (deepseek-ai/FlashMLA #177);
+        guard: 0 where nothing was seen yet (else exp(+inf) times an empty total is NaN)."""
+        m_new = np.fmax(running_max, np.max(scores, -1))
+        ref = np.nan_to_num(m_new, neginf=0.0)
+        rescale = np.exp(ref - running_max)
+        if guard:
+            rescale[np.isneginf(running_max)] = 0.0
+        e = np.exp(scores - ref[..., None])
+        return m_new, running_sum * rescale + e.sum(-1), acc * rescale[..., None] + np.matmul(e, V_block)
+    return step_rescale_inverted
+
+
+step_rescale_inverted, step_rescale_inverted_unguarded = _inverted(True), _inverted(False)
+
+
 STEP_NAMED = [
     (step_own_block_max, "block_not_rescaled"), (step_one_max, "max_over_everything"),
     (step_acc_not_rescaled, "acc_not_rescaled"), (step_sum_not_rescaled, "sum_not_rescaled"),
     (step_neither_rescaled, "acc_not_rescaled+sum_not_rescaled"), (step_old_max_kept, "old_max_kept"),
     (step_normalised, "normalised_per_block"), (step_flash1, "normalised_per_block+neg_inf_nan"),
-    (step_textbook, "neg_inf_nan"),
+    (step_textbook, "neg_inf_nan"), (step_block_max_only, "block_max_only"),
+    (step_rescale_inverted, "rescale_inverted"), (step_rescale_inverted_unguarded, "rescale_inverted"),
 ]
 
 
@@ -266,7 +298,8 @@ def tiled_one_max(Q, K, V, block_size):
 
 
 TILED_NAMED = [(tiled_one_sentence, "batch_transpose"), (tiled_with(step_own_block_max), "block_not_rescaled"),
-    (tiled_one_max, "max_over_everything"), 
+    (tiled_one_max, "max_over_everything"), (tiled_with(step_block_max_only), "block_max_only"),
+    (tiled_with(step_rescale_inverted), "rescale_inverted"),
     (tiled_with(step_acc_not_rescaled), "acc_not_rescaled"), (tiled_with(step_sum_not_rescaled), "sum_not_rescaled"),
     (tiled_first_max_kept, "old_max_kept"), (tiled_normalised_each, "normalised_per_block"),
     (tiled_with(step_flash1), "normalised_per_block"),       # FlashAttention 1's O, divided once more at the end

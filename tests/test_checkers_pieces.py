@@ -475,6 +475,32 @@ def test_a_loop_over_heads_that_drops_the_masks_head_axis_is_right_and_one_that_
     assert "mask[..., 0, :, :]" in verdict.text
 
 
+def mha_heads_before_batch_mask_by_sentence(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Heads stacked before the batch, (h B, n, d_k), the mask repeated sentence by sentence, (B h) order
+    (lsdefine/attention-is-all-you-need-keras #36); one sentence goes through as a batch of one."""
+    Xb = X[None] if X.ndim == 2 else X
+    B, n, d_model = Xb.shape
+    d_k = d_model // num_heads
+    q, k, v = (np.transpose((Xb @ W).reshape(B, n, num_heads, d_k), (2, 0, 1, 3)).reshape(-1, n, d_k)
+               for W in (W_Q, W_K, W_V))
+    s = q @ np.transpose(k, (0, 2, 1)) / np.sqrt(d_k)
+    if mask is not None:
+        s = np.where(mask if mask.ndim == 2 else np.repeat(mask.reshape(B, 1, n), num_heads, axis=0), s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    heads = (e / e.sum(axis=-1, keepdims=True)) @ v
+    out = np.transpose(heads.reshape(num_heads, B, n, d_k), (1, 2, 0, 3)).reshape(B, n, d_model) @ W_O
+    return out[0] if X.ndim == 2 else out
+
+
+def test_heads_before_the_batch_with_the_mask_repeated_by_sentence_is_head_axis_saying_which_way():
+    verdict = diagnose(mha_heads_before_batch_mask_by_sentence, piece="multi_head_attention")
+    assert verdict.mistake == "head_axis", verdict.text
+    assert "You stack the heads before the batch" in verdict.text and "np.tile(mask" in verdict.text
+    assert "(B, B, n, n)" not in verdict.text
+    loop = diagnose(mha_loop_whole_mask, piece="multi_head_attention")
+    assert "You stack the heads before the batch" not in loop.text and "(B, B, n, n)" in loop.text
+
+
 def test_positional_encoding_with_its_arguments_swapped_is_named_not_a_numpy_error():
     verdict = diagnose(pe_arguments_swapped, piece="positional_encoding")
     assert verdict.mistake == "arguments_swapped", verdict.text

@@ -2,10 +2,13 @@
 and the masks (issue 32, sections 1 to 4): each wrong function is written the way public code writes it, and its
 verdict names the key and the learner's own value, read off inputs of several sizes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from helpers.exercises import diagnose
+from helpers.checkers import fitted
 from helpers.checkers.battery import ATTENTION
 
 
@@ -69,6 +72,14 @@ def test_a_softmax_along_any_fixed_axis_is_wrong_axis_naming_the_axis(axis, word
     verdict = diagnose(attention_axis(axis))
     assert verdict.mistake == "wrong_axis", verdict.text
     assert f"Your softmax runs along {words}" in verdict.text and "axis=-1" in verdict.text
+
+
+def test_one_axis_fitter_gives_every_axis_or_every_axis_but_the_last_each_in_its_order():
+    """fitted.axis_candidates serves softmax_backward's sum (every axis) and the softmaxes of attention and
+    multi-head attention (every axis but the last, -2 first)."""
+    assert fitted.axis_candidates(3) == [0, 1, 2, -1, -2, -3]
+    assert fitted.axis_candidates(4, but_last=True) == [-2, 0, 1, 2, -3, -4]
+    assert fitted.axis_candidates(2, but_last=True) == [-2, 0]
 
 
 def attention_global_max(Q, K, V, mask=None):
@@ -161,6 +172,65 @@ def test_the_permutation_is_fitted_across_numbers_of_axes():
     assert {c.args["x"].ndim for c in SPLIT_HEADS} >= {2, 3, 4}
 
 
+def split_heads_then_batch(x, num_heads):
+    """tf.transpose(x, [2, 0, 1, 3]) after the reshape (lsdefine/attention-is-all-you-need-keras #36): the heads
+    before the batch, (h, B, n, d_k); one sentence is made a batch of one and given back without it."""
+    one = x.ndim == 2
+    b = x[None] if one else x
+    B, n, d = b.shape
+    y = np.transpose(b.reshape(B, n, num_heads, d // num_heads), [2, 0, 1, 3])
+    return y[:, 0] if one else y
+
+
+def merge_heads_read_head_major(x):
+    """The heads read as (h, B, n, d_k) by a reshape, then permuted (0, 2, 1, 3) and merged
+    (gazelle93/Transformer-Various-Positional-Encoding #1): the array holds (B, h, n, d_k)."""
+    h, n, d_k = x.shape[-3:]
+    lead = x.shape[:-3]
+    y = x.reshape(h, -1, n, d_k).transpose(0, 2, 1, 3)
+    return y.reshape(*lead, n, h * d_k)
+
+
+def _heads_piece(piece, shapes):
+    """The split or merge piece with its own inputs: x of each shape (split: (shape, num_heads))."""
+    from helpers.checkers.battery import Input
+    rng = np.random.default_rng(7)
+    if piece.name == "split_heads":
+        cases = tuple(Input(f"{s}", f"x of shape {s}, num_heads = {h}", {"x": rng.normal(size=s), "num_heads": h})
+                      for s, h in shapes)
+    else:
+        cases = tuple(Input(f"{s}", f"heads of shape {s}", {"x": rng.normal(size=s)}) for s in shapes)
+    return dataclasses.replace(piece, cases=cases)
+
+
+@pytest.mark.parametrize("piece, fn, shapes, words", [
+    ("split_heads", split_heads_then_batch, [[((3, 4), 2), ((2, 3, 4), 2)], [((5, 6), 3), ((3, 2, 6), 3)]],
+     ["transpose(2, 0, 1, 3)", "a batch of one", "the heads' axis, the batch axis, the tokens' axis"]),
+    ("merge_heads", merge_heads_read_head_major, [[(2, 3, 2), (2, 2, 3, 2), (3, 2, 2, 4, 3)],
+                                                 [(3, 4, 1), (3, 3, 2, 2), (2, 3, 3, 1, 2)]],
+     ["(num_heads, B, n, d_k)", "as if they stood before the batch", "swapaxes(1, 2)"]),
+])
+def test_heads_stacked_before_the_batch_are_axes_permuted_on_inputs_of_other_sizes(piece, fn, shapes, words):
+    from helpers.checkers import checker_heads
+    whole = diagnose(fn, piece=piece)
+    parts = [_heads_piece(checker_heads.SPLIT if piece == "split_heads" else checker_heads.MERGE, s) for s in shapes]
+    for verdict in [whole] + [part.check(fn, 2.0) for part in parts]:
+        assert verdict.mistake == "axes_permuted", verdict.text
+        assert all(w in verdict.text for w in words), verdict.text
+        assert "np.swapaxes(x, -2, -3)" in verdict.text
+
+
+def test_a_split_made_a_batch_of_one_with_the_right_swap_is_right_where_numpy_agrees():
+    """The right swap of a batch, transpose(0, 2, 1, 3), with one sentence made a batch of one: right on one
+    sentence and on a batch; named only because it refuses two leading axes."""
+    def split(x, num_heads):
+        b = x[None] if x.ndim == 2 else x
+        y = b.reshape(*b.shape[:-1], num_heads, -1).transpose(0, 2, 1, 3)
+        return y[0] if x.ndim == 2 else y
+    verdict = diagnose(split, piece="split_heads")
+    assert verdict.mistake == "axes_permuted" and "transpose(0, 2, 1, 3)" in verdict.text, verdict.text
+
+
 # --------------------------------------------------------------------------
 # multi_head_attention: the scale, the axis, the transpose, the attention it calls
 # --------------------------------------------------------------------------
@@ -191,6 +261,34 @@ def test_multi_head_faults_with_a_parameter_are_named_with_the_value(fn, key, wo
     verdict = diagnose(fn, piece="multi_head_attention")
     assert verdict.mistake == key, verdict.text
     assert words in verdict.text, verdict.text
+
+
+def mha_softmax_over_heads_and_keys(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Heads and keys flattened into one row before the softmax (facebookresearch/detr #247): the heads of one
+    query share one distribution."""
+    d_k = X.shape[-1] // num_heads
+    Q, K, V = (np.swapaxes((X @ W).reshape(*X.shape[:-1], num_heads, d_k), -2, -3) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    rows = np.moveaxis(s, -3, -2)                                  # (..., n, h, n)
+    flat = rows.reshape(*rows.shape[:-2], -1)
+    e = np.exp(flat - flat.max(axis=-1, keepdims=True))
+    w = np.moveaxis((e / e.sum(axis=-1, keepdims=True)).reshape(rows.shape), -2, -3)
+    out = np.swapaxes(w @ V, -2, -3)
+    return out.reshape(X.shape) @ W_O
+
+
+def test_a_softmax_over_heads_and_keys_at_once_is_wrong_axis_naming_both_on_inputs_of_other_sizes():
+    from helpers.checkers import checker_heads
+    parts = [dataclasses.replace(checker_heads.MULTI, cases=tuple(c for c in checker_heads.MULTI.cases
+                                                                  if c.name in names))
+             for names in (("two heads", "four heads"), ("batch", "random (5, 12)", "random (2, 6, 8)"))]
+    whole = diagnose(mha_softmax_over_heads_and_keys, piece="multi_head_attention")
+    for verdict in [whole] + [part.check(mha_softmax_over_heads_and_keys, 2.0) for part in parts]:
+        assert verdict.mistake == "wrong_axis", verdict.text
+        assert "axis=(-3, -1)" in verdict.text and "the heads' axis and the keys' axis together" in verdict.text
+        assert "axis=-1" in verdict.text
 
 
 def test_a_scale_of_multi_head_attention_fits_across_sizes():

@@ -109,6 +109,39 @@ def test_the_base_100_is_the_exponent_i_over_d_and_says_so():
     assert verdict.mistake == "frequency_exponent" and "base 100" in verdict.text
 
 
+def pe_base_and_column_exponent(base):
+    def positional_encoding(n, d_model):
+        """Another base, and the cosines' exponent from their own column, arange(1, d, 2) (maxjcohen/transformer
+        #62): a family combined with a fixed fault of another part."""
+        pos = np.arange(n)[:, None]
+        pe = np.zeros((n, d_model))
+        pe[:, 0::2] = np.sin(pos / np.power(base, np.arange(0, d_model, 2) / d_model))
+        pe[:, 1::2] = np.cos(pos / np.power(base, np.arange(1, d_model, 2) / d_model))
+        return pe
+    return positional_encoding
+
+
+def pe_base_and_swapped(base):
+    def positional_encoding(n, d_model):
+        """Another base, cosines in the even columns and sines in the odd ones."""
+        angle = np.arange(n)[:, None] / base ** (np.arange(0, d_model, 2) / d_model)
+        pe = np.empty((n, d_model))
+        pe[:, 0::2], pe[:, 1::2] = np.cos(angle), np.sin(angle)
+        return pe
+    return positional_encoding
+
+
+@pytest.mark.parametrize("fn, fault, named", [
+    (pe_base_and_column_exponent(1000.0), "two_i_plus_one", "1000"),
+    (pe_base_and_column_exponent(500.0), "two_i_plus_one", "500"),
+    (pe_base_and_swapped(2000.0), "sin_cos_swapped", "2000"),
+])
+def test_another_base_with_a_fixed_fault_of_another_part_is_both_keys_on_inputs_of_other_sizes(fn, fault, named):
+    for verdict in [diagnose(fn, piece="positional_encoding")] + [part.check(fn, 2.0) for part in PE_PARTS]:
+        assert set(verdict.mistake.split("+")) == {"wrong_base", fault}, verdict.text
+        assert f"base {named}:" in verdict.text and checker_positions.FAULTS[fault][1] in verdict.text
+
+
 def test_the_right_base_written_as_an_exp_of_a_log_passes():
     assert diagnose(pe_with_base(10000.0), piece="positional_encoding").correct
 

@@ -265,6 +265,45 @@ def test_axis_1_is_named_where_it_is_wrong_and_refused_on_one_row():
     assert verdict.case == "one row" and "weights of shape (3,) have no axis 1" in verdict.text, verdict.text
 
 
+def backward_axis_and_sign(axis):
+    def softmax_backward(w, g):
+        """The sum along another axis and the sign flipped: w * (sum w g - g)."""
+        return w * (np.sum(w * g, axis=axis, keepdims=True) - g)
+    return softmax_backward
+
+
+@pytest.mark.parametrize("axis", [0, -2])
+def test_a_wrong_axis_with_the_sign_flipped_is_both_keys_on_inputs_of_other_sizes(axis):
+    """A family combined with one fixed fault of another part (checker_numeric: family alone, then with one)."""
+    import dataclasses
+    from helpers.checkers.checker_backward import FAULTS, PIECE
+    parts = [dataclasses.replace(PIECE, cases=tuple(c for c in PIECE.cases if c.name in names))
+             for names in (("one row", "matrix", "batch"), ("n = 1", "hidden query", "random (5, 7)", "square"))]
+    fn = backward_axis_and_sign(axis)
+    for verdict in [diagnose(fn, piece="softmax_backward")] + [part.check(fn, 2.0) for part in parts]:
+        assert set(verdict.mistake.split("+")) == {"wrong_axis", "sign_flipped"}, verdict.text
+        assert f"Your sum runs along axis {axis}" in verdict.text and FAULTS["sign_flipped"][1] in verdict.text
+
+
+def test_a_family_is_not_combined_with_a_fixed_fault_of_its_own_part():
+    from helpers.checkers import checker_numeric, fitted
+    from helpers.checkers.checker_backward import PIECE
+    said = []
+    fitted_explain = fitted.explain_with_faults
+
+    def spy(families, runs, agrees, faults_for=lambda f: (), **more):
+        said.extend((f.key, frozenset(k)) for f in families for k in faults_for(f))
+        return fitted_explain(families, runs, agrees, faults_for, **more)
+    checker_numeric.fitted.explain_with_faults = spy
+    try:
+        PIECE.check(lambda w, g: np.zeros_like(w) + 1.0, 2.0)
+    finally:
+        checker_numeric.fitted.explain_with_faults = fitted_explain
+    parts = {k: v[0] for k, v in PIECE.faults.items()}
+    assert said and all(parts[next(iter(k))] != {"wrong_axis": "axis", "gradient_scaled": "factor"}[key]
+                        for key, k in said)
+
+
 def test_the_backward_families_fit_across_sizes_and_stay_fast():
     from helpers.checkers.checker_backward import FAMILIES, _factor
     from helpers.checkers.battery import SOFTMAX_BACKWARD
@@ -275,7 +314,8 @@ def test_the_backward_families_fit_across_sizes_and_stay_fast():
         want = backward_over_n(case.args["weights"], case.args["grad_weights"])
         np.testing.assert_allclose(scaled.predict(case.args, value)[0], want, rtol=1e-12, atol=1e-15)
         assert _factor(value, case.args) == 1 / case.args["weights"].shape[-1]
-    for fn in (WORKED["softmax_backward"], backward_scaled(2.0), backward_axis(1), backward_over_n):
+    for fn in (WORKED["softmax_backward"], backward_scaled(2.0), backward_axis(1), backward_over_n,
+               backward_axis_and_sign(0)):
         started = time.perf_counter()
         diagnose(fn, piece="softmax_backward")
         assert time.perf_counter() - started < (1.0 if fn is WORKED["softmax_backward"] else 2.0)

@@ -814,7 +814,7 @@ def mha_nbatches(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
 
 @wrong("multi_head_attention", "heads_before_batch_mask", "lsdefine/attention-is-all-you-need-keras #36",
        "Stacks the heads before the batch, (h B, n, d_k), but repeats each sentence's mask in (B h) order.",
-       "different")
+       "head_axis")
 def mha_head_major(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     one = X.ndim == 2
     X = X[None] if one else X
@@ -1223,7 +1223,7 @@ def online_softmax_update_in_place(running_max, running_sum, acc, scores, V_bloc
 
 
 @wrong("online_softmax_update", "block_max_only", "tile-ai/tilelang #1148",
-       "Takes the block's maximum alone as the new running maximum, not max(old, block).", "different")
+       "Takes the block's maximum alone as the new running maximum, not max(old, block).", "block_max_only")
 def online_softmax_update_block_max(running_max, running_sum, acc, scores, V_block):
     scores_max = scores.max(axis=-1)
     shift = np.where(np.isneginf(scores_max), 0.0, scores_max)
@@ -1233,7 +1233,7 @@ def online_softmax_update_block_max(running_max, running_sum, acc, scores, V_blo
 
 
 @wrong("online_softmax_update", "rescale_inverted", "deepseek-ai/FlashMLA #177",
-       "Rescales the old totals by exp(m_new - m_old) instead of exp(m_old - m_new).", "different")
+       "Rescales the old totals by exp(m_new - m_old) instead of exp(m_old - m_new).", "rescale_inverted")
 def online_softmax_update_inverted(running_max, running_sum, acc, scores, V_block):
     new_max = np.maximum(running_max, scores.max(axis=-1))
     shift = np.where(np.isneginf(new_max), 0.0, new_max)

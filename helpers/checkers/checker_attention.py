@@ -289,7 +289,7 @@ def _fit_rules(runs):
 def _axes(runs):
     """The fixed axes of the scores a softmax may be written along, beyond the three the fixed models try."""
     ndim = max(len(run.case.Q.shape) for run in runs)
-    return [a for a in fitted.reduction_axes(ndim) if a not in (-2, 0, 1)]
+    return [a for a in fitted.axis_candidates(ndim, but_last=True) if a not in (-2, 0, 1)]
 
 
 FAMILIES = (

@@ -177,7 +177,7 @@ def _factor_words(value, run):
 
 
 FAMILIES = (
-    fitted.Family("wrong_axis", "axis", _fit_axis, lambda args, axis: _model(args, frozenset(), axis),
+    fitted.Family("wrong_axis", "axis", _fit_axis, lambda args, axis, faults=frozenset(): _model(args, faults, axis),
                   lambda axis, run: _axis_words(axis, run) + FAULTS["wrong_axis"][1], right=lambda axis: axis == -1),
     fitted.Family("gradient_scaled", "factor", _fit_factor,
                   lambda args, value: _factor(value, args) * softmax_backward(args["weights"], args["grad_weights"]),

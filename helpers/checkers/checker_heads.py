@@ -147,12 +147,26 @@ MULTI_HEAD_FAULTS = {
         "below it underflows to 0 / 0, NaN. Subtract each row's maximum before np.exp: "
         "e = np.exp(s - s.max(axis=-1, keepdims=True))."),
     "head_axis": (
-        "mask", "Your per-head attention sees the mask's head axis: a mask (B, 1, 1, n) against one head's scores "
-        "(B, n, n) broadcasts to (B, B, n, n), every sentence against every sentence's padding. Drop it "
-        "(mask[..., 0, :, :], shape (B, 1, n)) when you loop over heads, or split the heads first and attend "
-        "once, so that the head axis meets the heads."),
+        "mask", "Your heads do not meet their own sentence's mask: the padding of one sentence hides keys in "
+        "another's heads."),
 }
 """Every mistake the multi_head_attention checker names: key -> (part, what it tells the learner)."""
+
+HEAD_AXIS_WAYS = {
+    "loop": "Your per-head attention sees the mask's head axis: a mask (B, 1, 1, n) against one head's scores "
+            "(B, n, n) broadcasts to (B, B, n, n), every sentence against every sentence's padding. Drop it "
+            "(mask[..., 0, :, :], shape (B, 1, n)) when you loop over heads, or split the heads first and attend "
+            "once, so that the head axis meets the heads.",
+    "heads_first": "You stack the heads before the batch, (num_heads * B, n, d_k): head 0 of every sentence, then "
+                   "head 1, ... (transpose(2, 0, 1, 3), then a reshape), but repeat the mask sentence by sentence, "
+                   "np.repeat(mask, num_heads, axis=0), in (B * num_heads) order: head k of sentence b gets the "
+                   "mask of sentence (k B + b) // num_heads. Repeat it the way the heads are stacked, "
+                   "np.tile(mask, (num_heads, 1, 1)), or keep the heads in their own axis, (B, num_heads, n, d_k), "
+                   "where the mask (B, 1, 1, n) broadcasts over them.",
+}
+"""The two ways of ``head_axis`` the checker models, each with its own words (said after the fault's text): a loop
+over heads handing each the whole mask; heads stacked before the batch with the mask repeated in the batch's order
+(lsdefine/attention-is-all-you-need-keras #36)."""
 
 
 def _softmax(S, axis=-1, naive=False):
@@ -172,13 +186,14 @@ def _right_merge(out, X):
     return np.swapaxes(out, -2, -3).reshape(X.shape)
 
 
-def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf):
+def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf, way=None):
     """Multi-head attention in plain numpy, with the named faults; a list when a fault can be written several
     ways (a reshape alone in the split, in the merge, or in both). The families' parameters: scale, the factor of
     the scores (None: 1/sqrt(d_k)); axis, the softmax's; perm, a fitted.AxesPermutation of the split's
     (..., n, num_heads, d_k) reshape with where it is made: (perm, "both"), in the split and undone the same way in
     the merge, (perm, "split") or (perm, "merge") alone; fill: what hidden scores are set to (-inf, or -1e9 as many
-    learners write it: the two differ once the softmax runs along another axis than the keys')."""
+    learners write it: the two differ once the softmax runs along another axis than the keys'); way: the way of
+    ``head_axis`` (HEAD_AXIS_WAYS; None: both)."""
     X, h, mask = args["X"], args["num_heads"], args.get("mask")
     if "single_head" in faults:
         h = 1
@@ -187,14 +202,14 @@ def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf):
         scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(X.shape[-1] if "scale_by_d_model" in faults else d_k)
     naive = [True] if "no_max_subtraction" in faults else ["global"] if "max_over_everything" in faults else [False]
 
-    def heads(split, naive=False):
+    def heads(split, naive=False, given=None):
         if split == "perm":
             Q, K, V = (perm.apply(_cut(X @ args[W], h)) for W in ("W_Q", "W_K", "W_V"))
         else:
             Q, K, V = (_split(X @ args[W], h, split) for W in ("W_Q", "W_K", "W_V"))
         S = Q @ np.swapaxes(K, -1, -2) * scale
         if mask is not None and "mask_ignored" not in faults:
-            S = np.where(mask, S, fill)
+            S = np.where(mask if given is None else given, S, fill)
         return _softmax(S, axis, naive) @ V
 
     if perm is not None:
@@ -205,6 +220,16 @@ def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf):
     wrong = "reshape_without_transpose"
     ways = [(wrong, wrong), (wrong, None), (None, wrong)] if wrong in faults else [(None, None)]   # (split, merge)
     if "head_axis" in faults and mask is not None and mask.ndim > 2:   # a loop over heads, each given the whole mask
+        if way is None:
+            return [m for w in HEAD_AXIS_WAYS for m in _multi_head(args, faults, scale, axis, perm, fill, way=w)]
+        if way == "heads_first":             # (h B) heads, the mask repeated in (B h) order
+            if X.ndim != 3 or mask.shape != (X.shape[0], 1, 1, X.shape[1]):
+                return []
+            B = X.shape[0]
+            flat = np.repeat(mask.reshape(B, 1, mask.shape[-1]), h, axis=0)           # (B h, 1, n)
+            given = np.stack([flat[k * B + np.arange(B)] for k in range(h)], axis=1)   # (B, h, 1, n)
+            merged = [_merge(heads(split, how, given), merge) for how in naive for split, merge in ways]
+            return [m if "no_output_projection" in faults else m @ args["W_O"] for m in merged]
         def one_head_at_a_time(split):
             Q, K, V = (_split(X @ args[W], h, split) for W in ("W_Q", "W_K", "W_V"))
             outs = []
@@ -254,9 +279,23 @@ def _what_it_swaps(perm, ndim, names):
     return "it puts the axes in the order " + ", ".join(names[k] for k in moved)
 
 
+STACK_FIRST_AXES = ("what it takes for the heads' axis", "what it takes for the batch axis", "the tokens' axis",
+                    "each head's features (d_k)")
+"""The axes of (..., num_heads, n, d_k) read by a reshape as (num_heads, B, n, d_k): the names of what the code
+believes it transposes."""
+
+
 def _perm_words(perm, run, source, names, whole, fix):
     ndim = np.ndim(source)
-    return (f"You transpose with fixed axes, {perm.formula()} {whole}: on {run.case.words}, "
+    if perm.read == "stack_first":
+        plain = fitted.AxesPermutation(perm.axes, perm.swap)
+        return (f"You reshape the heads to (num_heads, B, n, d_k), as if they stood before the batch, then transpose "
+                f"with fixed axes, {perm.formula()} {whole}: {_what_it_swaps(plain, 4, STACK_FIRST_AXES)}. The heads "
+                "stand after the batch, (B, num_heads, n, d_k), so that reshape deals one sentence's heads out to "
+                f"several sentences (it reads the numbers in memory order). {fix}")
+    batch = (f"You make one sentence a batch of one and transpose with fixed axes for {perm.ndim} axes"
+             if perm.read == "batch_of_one" else "You transpose with fixed axes")
+    return (f"{batch}, {perm.formula()} {whole}: on {run.case.words}, "
             f"{_what_it_swaps(perm, ndim, names)}. Fixed axes do one thing to a batch and another to one sentence. "
             f"{fix}")
 
@@ -274,11 +313,11 @@ def _fit_perm(runs, expected, fit):
 
 def _fit_split_perm(runs):
     return _fit_perm(runs, lambda a: np.asarray(split_heads(a["x"], a["num_heads"])),
-                     lambda a, out: fitted.fit_permutation(_cut(a["x"], a["num_heads"]), out))
+                     lambda a, out: fitted.fit_permutation(_cut(a["x"], a["num_heads"]), out, reads=fitted.READS))
 
 
 def _right_swap(perm):
-    return perm.swap and set(perm.axes) == {-2, -3}
+    return perm.swap and set(perm.axes) == {-2, -3} and not perm.read
 
 
 SPLIT_PERM = fitted.Family(
@@ -306,7 +345,8 @@ def _merge_ways(x, y):
 
 def _fit_merge_perm(runs):
     return _fit_perm(runs, lambda a: np.asarray(merge_heads(a["x"])),
-                     lambda a, out: fitted.fit_permutation(a["x"], out, after=lambda y: _merge_ways(a["x"], y)))
+                     lambda a, out: fitted.fit_permutation(a["x"], out, after=lambda y: _merge_ways(a["x"], y),
+                                                           reads=fitted.READS))
 
 
 def _merge_model(a, perm):
@@ -376,15 +416,18 @@ def _is_d_k(rule):
 
 MHA_CONSTANT = fitted.Family(
     "constant_scale", "scale", fit=lambda runs: _mha_rules(runs, True),
-    model=lambda a, rule: _multi_head(a, frozenset(), scale=1 / rule.value(_mha_sizes(a))), words=_mha_scale_words)
+    model=lambda a, rule, faults=frozenset(): _multi_head(a, faults, scale=1 / rule.value(_mha_sizes(a))),
+    words=_mha_scale_words)
 MHA_SHAPE = fitted.Family(
     "scale_by_shape", "scale", fit=lambda runs: _mha_rules(runs, False),
-    model=lambda a, rule: _multi_head(a, frozenset(), scale=1 / rule.value(_mha_sizes(a))), words=_mha_scale_words,
-    right=_is_d_k)
+    model=lambda a, rule, faults=frozenset(): _multi_head(a, faults, scale=1 / rule.value(_mha_sizes(a))),
+    words=_mha_scale_words, right=_is_d_k)
 
 
 def _mha_axis_words(axis, run):
     ndim = run.case.args["X"].ndim + 1
+    if isinstance(axis, tuple):
+        return _mha_axes_words(axis, run, ndim)
     what = axis_words(axis, ndim, heads=True)
     where = (f"on {run.case.words}, the scores have shape (..., num_heads, n, n) and that is {what}" if what else
              f"the scores of {run.case.words} have {ndim} axes, so numpy refuses it")
@@ -392,9 +435,30 @@ def _mha_axis_words(axis, run):
             "keys, the last axis, whatever comes before it: axis=-1, with keepdims=True when you divide.")
 
 
+def _mha_axes_words(axes, run, ndim):
+    """The verdict of a softmax over two axes at once, the keys' and another (flattened into one row)."""
+    names = [axis_words(a, ndim, heads=True) for a in axes]
+    if None in names:
+        where = f"the scores of {run.case.words} have {ndim} axes, so numpy refuses it"
+    else:
+        where = f"on {run.case.words}, that is {' and '.join(names)} together, one distribution over both"
+    return (f"Your softmax runs over two axes at once, axis={axes} (or the two flattened into one row before the "
+            f"softmax): {where}, so the weights of one query sum to 1 over all of them, not over each head's keys. "
+            "Each head's weights of each query must sum to 1 along the keys alone, the last axis: axis=-1, with "
+            "keepdims=True when you divide.")
+
+
+def _mha_axes(runs):
+    """The softmax axes multi-head attention may be written along: each fixed axis but the last, then the keys' axis
+    with one other at once (heads and keys flattened into one row, facebookresearch/detr #247)."""
+    ndim = max(r.case.args["X"].ndim + 1 for r in runs)
+    return fitted.axis_candidates(ndim, but_last=True) + [(-k, -1) for k in range(3, ndim + 1)] + [(-2, -1)]
+
+
 MHA_AXIS = fitted.Family(
-    "wrong_axis", "softmax", fit=lambda runs: fitted.reduction_axes(max(r.case.args["X"].ndim + 1 for r in runs)),
-    model=lambda a, axis: [m for fill in (-np.inf, -1e9) for m in _multi_head(a, frozenset(), axis=axis, fill=fill)],
+    "wrong_axis", "softmax", fit=_mha_axes,
+    model=lambda a, axis, faults=frozenset(): [m for fill in (-np.inf, -1e9)
+                                               for m in _multi_head(a, faults, axis=axis, fill=fill)],
     words=_mha_axis_words)
 
 
@@ -517,6 +581,17 @@ def _blame_the_inner_attention(fn, verdict, time_limit):
     return verdict
 
 
+def _head_axis_way(args, out):
+    """The words of the way of ``head_axis`` whose model gives ``out`` (alone or with one fault of another part)."""
+    others = [frozenset()] + [frozenset([k]) for k in MULTI_HEAD_FAULTS if MULTI_HEAD_FAULTS[k][0] != "mask"]
+    for way, words in HEAD_AXIS_WAYS.items():
+        for more in others:
+            if any(matches(out, np.asarray(m, dtype=float))
+                   for m in _multi_head(args, more | {"head_axis"}, way=way)):
+                return words
+    return HEAD_AXIS_WAYS["loop"]
+
+
 class _MultiHead(checker_numeric.Piece):
     """multi_head_attention's piece: its verdict also asks whether a fault belongs to the attention it calls (a
     mask it ignores or takes none of; any fault of its own)."""
@@ -536,5 +611,6 @@ MULTI = _MultiHead(
     model=_multi_head, faults=MULTI_HEAD_FAULTS, shape="(..., n, d_model)", returns="the output",
     hint="Compare it with helpers.attention.multi_head_attention step by step: Q = X @ W_Q, split into heads, "
          "scores / sqrt(d_k), mask, softmax, weights @ V, merge, @ W_O.",
-    optional={"mask": (MASK_NAMES, 6)}, pair=True, families=(MHA_CONSTANT, MHA_SHAPE, MHA_AXIS, MHA_PERM))
+    optional={"mask": (MASK_NAMES, 6)}, pair=True, notes={"head_axis": _head_axis_way},
+    families=(MHA_CONSTANT, MHA_SHAPE, MHA_AXIS, MHA_PERM))
 

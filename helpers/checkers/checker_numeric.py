@@ -5,8 +5,9 @@ course's own function, and a model of the computation in which each
 misconception is one named part done wrong (a fault key). :func:`check`
 runs the learner's function on every input, and when it is wrong looks for
 the simplest explanation, as the attention checker does: the model with one
-fault, then with two faults of different parts, that gives the same
-numbers on every input. The verdict names the faults (joined with "+"),
+fault, then with two faults of different parts, then with a fault with a
+parameter fitted to the output (fitted.Family) alone, then with one fixed
+fault of another part, that gives the same numbers on every input. The verdict names the faults (joined with "+"),
 says how to fix each, names the first input where the function went wrong
 and shows its output beside the expected one, with as many digits as it
 takes to see them differ. A right function computed in float16 is
@@ -52,7 +53,8 @@ class Piece:
     hint: what to compare when no fault explains the output.
     notes: key -> (args, output) -> a sentence or None: said after that fault's text when the output of the
     first input that went wrong calls for it (a fault written two ways, each needing its own words).
-    families: faults with a parameter (fitted.Family), tried when no fixed fault explains the output; the
+    families: faults with a parameter (fitted.Family), tried when no fixed fault explains the output, alone and
+    then (a family whose model takes faults: (args, value, faults)) with one fixed fault of another part; the
     verdict names the learner's own value.
     low_atol: args -> how far a right function computed in float16 may be off (a number, or an array that broadcasts
     against the output), where that grows with something else than the entries' size (an angle m theta rounded to
@@ -233,11 +235,17 @@ def check(piece, fn, time_limit):
     if keys is not None:
         text = "\n".join(piece.faults[k][1] + _note(piece, k, first) for k in keys)
         return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}", first.case.name, piece.name)
-    found = fitted.explain(piece.families, runs, lambda run, family, value: _agrees(
-        run, family.predict(run.case.args, value), np.shape(piece.expected(run.case.args))))
+    found = fitted.explain_with_faults(
+        piece.families, runs, lambda run, family, value, faults: _agrees(
+            run, family.predict(run.case.args, value, faults), np.shape(piece.expected(run.case.args))),
+        faults_for=lambda family: [{k} for k in piece.faults if piece.faults[k][0] != family.part],
+        wrong=[run for run, ok in zip(runs, right) if not ok],
+        accept=lambda family, value, faults: any(family.predict(run.case.args, value, faults) is not None
+                                                 for run in runs))          # refused everywhere: it raised
     if found is not None:
-        family, value = found
-        return Diagnosis(False, family.key, f"{family.words(value, first)}\n{where}{also}", first.case.name,
-                         piece.name)
+        family, value, faults = found
+        keys = [family.key] + [k for k in piece.faults if k in faults]
+        text = "\n".join([family.words(value, first)] + [piece.faults[k][1] + _note(piece, k, first) for k in keys[1:]])
+        return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}", first.case.name, piece.name)
     key, text = _unexplained(piece, first, name)
     return Diagnosis(False, key, f"{text}\n{where}{also}", first.case.name, piece.name)

@@ -150,21 +150,32 @@ def _wrong_runs(runs):
 
 
 def _fit_base(runs):
-    """The base of the frequencies that gives the learner's output, read off a wrong run with a pair after the
-    first (the first turns at 1 radian per position whatever the base), and a second position."""
+    """The bases of the frequencies that give the learner's output, read off a wrong run with a pair after the
+    first (the first turns at 1 radian per position whatever the base), and a second position: off the whole
+    encoding, then off its even columns alone and its odd columns alone (each read as sines, then as cosines), so
+    that a fault of the other columns (their exponent) or of the layout (sines and cosines swapped) leaves the base
+    readable for the family combined with that fault."""
     for run in _wrong_runs(runs):
         n, d_model = run.case.args["n"], run.case.args["d_model"]
         if n < 2 or d_model < 4:
             continue
         pos = np.arange(n, dtype=float)[None, :, None]
-        exponent = (np.arange(d_model) - np.arange(d_model) % 2) / d_model
-        sines = np.arange(d_model) % 2 == 0
+        column = np.arange(d_model)
+        found = []
+        ways = [(column, column % 2 == 0)] + [(cols, np.full(cols.size, sine)) for cols in (column[0::2], column[1::2])
+                                               for sine in (True, False)]
+        for cols, sines in ways:             # the whole; the even columns as sines, as cosines; the odd ones
+            exponent = (cols - cols % 2) / d_model
 
-        def outputs(bases):
-            angles = pos / np.asarray(bases, dtype=float)[:, None, None] ** exponent
-            return np.where(sines, np.sin(angles), np.cos(angles))
-        base = fitted.fit_scalar(outputs, run.out, 1.5, 1e9)
-        return [] if base is None else fitted.nice_values(base)
+            def outputs(bases):
+                angles = pos / np.asarray(bases, dtype=float)[:, None, None] ** exponent
+                return np.where(sines, np.sin(angles), np.cos(angles))
+            base = fitted.fit_scalar(outputs, run.out[:, cols], 1.5, 1e9)
+            if base is not None:
+                found += [b for b in fitted.nice_values(base) if b not in found]
+            if found and len(cols) == d_model:
+                break
+        return found
     return []
 
 
@@ -196,10 +207,11 @@ def _shift_words(shift, run):
 
 
 FAMILIES = (
-    fitted.Family("wrong_base", "exponent", _fit_base, lambda args, base: _model(args, frozenset(), base=base),
+    fitted.Family("wrong_base", "base", _fit_base,
+                  lambda args, base, faults=frozenset(): _model(args, faults, base=base),
                   _base_words, right=lambda base: abs(base - BASE) <= 1e-6 * BASE),
     fitted.Family("positions_shifted", "positions", _fit_shift,
-                  lambda args, shift: _model(args, frozenset(), shift=float(shift)), _shift_words,
+                  lambda args, shift, faults=frozenset(): _model(args, faults, shift=float(shift)), _shift_words,
                   right=lambda shift: shift in (0, 1)),
 )
 """The faults with a parameter, tried after the fixed ones: another base (named with the learner's own), positions

@@ -225,14 +225,15 @@ MIXED_WORDS = {
 
 
 FAMILIES = (
-    fitted.Family("wrong_base", "frequency", _fit_base, lambda args, base: _rope(args, (), base=base), _base_words,
+    fitted.Family("wrong_base", "frequency", _fit_base,
+                  lambda args, base, faults=(): _rope(args, faults, base=base), _base_words,
                   right=lambda base: abs(base - BASE) <= 1e-6 * BASE),
     fitted.Family("positions_from_one", "start", lambda runs: [v for v in _fit_shift(runs) if v == (1, True)],
-                  lambda args, value: _rope(args, (), shift=1.0, given_too=True), _from_one_words),
+                  lambda args, value, faults=(): _rope(args, faults, shift=1.0, given_too=True), _from_one_words),
     fitted.Family("positions_shifted", "start", lambda runs: [v for v in _fit_shift(runs) if v[0] != 1],
-                  lambda args, value: _rope(args, (), shift=float(value[0]), given_too=value[1]), _shift_words),
+                  lambda args, value, faults=(): _rope(args, faults, shift=float(value[0]), given_too=value[1]), _shift_words),
     fitted.Family("rope_layout_mixed", "layout", lambda runs: list(MIXED_WORDS),
-                  lambda args, mixed: _rope(args, (), mixed=mixed), lambda mixed, run: MIXED_WORDS[mixed]),
+                  lambda args, mixed, faults=(): _rope(args, faults, mixed=mixed), lambda mixed, run: MIXED_WORDS[mixed]),
 )
 """The faults with a parameter, tried after the fixed ones: another base (named with the learner's own), positions
 shifted by any whole number (by 1 also where given: ``positions_from_one``), a pairing with the other pairing's

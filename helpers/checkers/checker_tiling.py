@@ -54,6 +54,13 @@ FAULTS = {
                     "a later, larger score overflows exp (or the first block's exp(s - (-inf)) is inf). Update "
                     "it first: new_max = np.maximum(running_max, scores.max(axis=-1)), and measure both sums "
                     "against it.",
+    "block_max_only": "You take the block's largest score alone as the new running max, forgetting the old one: "
+                      "the running max must be the largest score seen so far, max(m, the block's largest score). "
+                      "When a block's scores lie below an earlier block's, your exp(m - m') is above 1 and the "
+                      "old totals grow (or overflow). Write new_max = np.maximum(running_max, scores.max(axis=-1)).",
+    "rescale_inverted": "Your factor for the old totals is upside down: exp(m' - m) instead of exp(m - m'). When "
+                        "the running max rises from m to m', the old running_sum and acc were measured against m "
+                        "and must shrink: multiply them by exp(running_max - new_max), which is at most 1.",
     "normalised_per_block": "You divide the accumulator by the running sum at each block. Keep acc unnormalised "
                             "(the sum of exp(s - m) * value) and divide once, after the last block: "
                             "output = acc / running_sum[..., None]. (FlashAttention 1 keeps it normalised instead: "
@@ -92,18 +99,21 @@ FAULTS = {
 """Every mistake these checkers can name, with what it tells the learner."""
 
 STEP_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "neg_inf_nan",
-             "block_not_rescaled", "max_over_everything")
+             "block_not_rescaled", "max_over_everything", "block_max_only", "rescale_inverted")
 TILED_KEYS = ("acc_not_rescaled", "sum_not_rescaled", "old_max_kept", "normalised_per_block", "last_block_dropped",
-              "no_scaling", "no_max_subtraction", "batch_transpose", "block_not_rescaled", "max_over_everything")
+              "no_scaling", "no_max_subtraction", "batch_transpose", "block_not_rescaled", "max_over_everything",
+              "block_max_only", "rescale_inverted")
 KV_KEYS = ("new_token_not_attended", "keys_values_swapped", "no_scaling", "no_max_subtraction")
 """The mistakes each piece's checker looks for, in the order it tries them."""
 
 # The common forms of a mistake, tried one by one: fault -> {choice: its options}
 _FORMS = {
-    "step": {"old_max_kept": {"kept": ("literal", "first")}, "normalised_per_block": {"normalise": ("each", "fa1")}},
+    "step": {"old_max_kept": {"kept": ("literal", "first")}, "normalised_per_block": {"normalise": ("each", "fa1")},
+             "rescale_inverted": {"inverted": ("guarded", "raw")}},
     "tiled": {"old_max_kept": {"kept": ("first",)}, "normalised_per_block": {"normalise": ("each", "fa1"),
                                                                            "final": (True, False)},
-              "last_block_dropped": {"empty": ("nan", "zeros")}, "batch_transpose": {"slice": ("first", "last")}},
+              "last_block_dropped": {"empty": ("nan", "zeros")}, "batch_transpose": {"slice": ("first", "last")},
+              "rescale_inverted": {"inverted": ("guarded",)}},     # unguarded, the first block's inf * 0 is NaN throughout
     "kv": {"new_token_not_attended": {"empty": ("refuse", "zeros", "nan")},
            "keys_values_swapped": {"swap": ("all", "new")}},
 }
@@ -132,10 +142,14 @@ def _update(m, l, acc, s, V, faults, form):
         if kept:
             new = m if form.get("kept") == "literal" else np.where(np.isneginf(m), top, m)
         else:
-            new = np.maximum(m, top)
+            new = top if "block_max_only" in faults else np.maximum(m, top)   # block_max_only: the old max forgotten
         guarded = "neg_inf_nan" not in faults and not (kept and form.get("kept") == "literal")
         shift = np.where(np.isneginf(new), 0.0, new) if guarded else new
         rescale = np.ones(np.shape(new)) if kept else np.exp(m - shift)
+        if "rescale_inverted" in faults:                    # exp(m' - m): -inf where nothing was seen yet, 0 if guarded
+            rescale = np.exp(shift - m)
+            if form.get("inverted") == "guarded":
+                rescale = np.where(np.isneginf(m), 0.0, rescale)
         if "block_not_rescaled" in faults:                  # exp(s - the block's own max), never brought to m'
             shift = np.where(np.isneginf(top), 0.0, top) if guarded else top
         p = np.exp(s - shift[..., None])

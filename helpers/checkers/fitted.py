@@ -20,6 +20,8 @@ Used by the checker modules (checker_*.py); it imports nothing of the course.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import itertools
 import warnings
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules", "nice_values", "number", "AxesPermutation",
-           "fit_permutation", "swap_spellings", "reduction_axes"]
+           "fit_permutation", "swap_spellings"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,9 @@ class Family:
     fit: runs -> candidate values (hashable; a float, an axis, a :class:`SizeRule`, ...), read off the
         outputs of the runs that went wrong. May return nothing.
     model: (args, value) -> the output the piece gives with that value: an array, a list of arrays (ways
-        of writing it), or None where numpy refuses the computation.
+        of writing it), or None where numpy refuses the computation. A model written (args, value, faults=...)
+        also takes fixed faults of the piece (a frozenset of keys, passed to the piece's own model): the family
+        is then combined with one fixed fault of another part (:func:`explain_with_faults`).
     words: (value, run) -> the sentence that names the value, for the first input that went wrong.
     right: value -> True when that value is the right computation (it is then never named).
     """
@@ -52,12 +56,21 @@ class Family:
     words: Callable
     right: Callable = staticmethod(lambda value: False)
 
-    def predict(self, args, value):
-        """The model's outputs as a list of float arrays, or None where the model (numpy) refuses."""
+    @property
+    def takes_faults(self):
+        """Does the model take fixed faults too (a third parameter)?"""
+        try:
+            return len(inspect.signature(self.model).parameters) >= 3
+        except (TypeError, ValueError):
+            return False
+
+    def predict(self, args, value, faults=frozenset()):
+        """The model's outputs (with those fixed faults too, if any) as a list of float arrays, or None where the
+        model (numpy) refuses."""
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                found = self.model(args, value)
+                found = self.model(args, value, frozenset(faults)) if faults else self.model(args, value)
         except Exception:
             return None
         if found is None:
@@ -70,20 +83,47 @@ def explain(families, runs, agrees):
 
     agrees(run, family, value) -> whether the function's result on that run is the family's with that value
     (each checker says what agreeing means for its piece: the rows that count, a refused computation)."""
+    found = explain_with_faults(families, runs, lambda run, family, value, faults: agrees(run, family, value))
+    return None if found is None else found[:2]
+
+
+def explain_with_faults(families, runs, agrees, faults_for=lambda family: (), wrong=(),
+                        accept=lambda family, value, faults: True):
+    """(family, value, faults) of the simplest explanation of every run, or None: each family alone (faults
+    empty), in order; then each family with one set of fixed faults of ``faults_for(family)`` (for a family whose
+    model takes faults: the piece's fixed faults of another part, one at a time).
+
+    agrees(run, family, value, faults) -> whether the function's result on that run is the model's. Each family is
+    fitted once (on ``runs``, in their order); the runs of ``wrong`` (those that went wrong) are compared first, so
+    that a model that does not explain them is refused early. accept(family, value, faults): a last check of an
+    explanation that agrees (a checker's: a model that numpy refuses on every input explains nothing)."""
+    ordered = list(wrong) + [run for run in runs if not any(run is w for w in wrong)]
+    fits = []
     for family in families:
         try:
             values = list(dict.fromkeys(family.fit(runs) or ()))
         except Exception:                 # a fit never turns a verdict into a crash
             continue
-        for value in values:
-            try:
-                if family.right(value):
-                    continue
-                if all(agrees(run, family, value) for run in runs):
-                    return family, value
-            except Exception:
-                continue
+        fits.append((family, [v for v in values if not _is_right(family, v)]))
+    for combined in (False, True):
+        for family, values in fits:
+            extra = [frozenset(f) for f in faults_for(family)] if combined and family.takes_faults else []
+            for faults in ([frozenset()] if not combined else extra):
+                for value in values:
+                    try:
+                        if all(agrees(run, family, value, faults) for run in ordered) and accept(
+                                family, value, faults):
+                            return family, value, faults
+                    except Exception:
+                        continue
     return None
+
+
+def _is_right(family, value):
+    try:
+        return bool(family.right(value))
+    except Exception:
+        return True
 
 
 def fit_scalar(outputs, target, lo, hi, log=True, rtol=1e-4, atol=1e-6):
@@ -179,12 +219,16 @@ def fit_factor(out, expected):
     return float(np.sum(out * expected)) / norm if norm > 0 else None
 
 
-def axis_candidates(ndim):
-    """Every axis of an array of ``ndim`` dimensions as code writes it, positive first: 0, 1, ..., -1, -2, ...
-    The values an axis family tries (a fixed integer in the learner's code: the same on inputs of every size,
-    refused by numpy where the input has no such axis)."""
-    return list(range(ndim)) + [-k for k in range(1, ndim + 1)]
+def axis_candidates(ndim, but_last=False):
+    """The fixed axes (integers in the learner's code: the same on inputs of every size, refused by numpy where the
+    input has no such axis) of an array of up to ``ndim`` dimensions that an axis family tries, in its order.
 
+    but_last False: every axis, positive first: 0, 1, ..., -1, -2, ... (the family's ``right`` leaves out the right
+    one). but_last True: every axis a reduction (a softmax, a sum) may be written along but the last, for a piece
+    whose right axis is -1: -2 first (the usual slip), then each fixed axis from 0, then the others from the end."""
+    if but_last:
+        return [-2] + list(range(ndim - 1)) + [-k for k in range(3, ndim + 1)]
+    return list(range(ndim)) + [-k for k in range(1, ndim + 1)]
 
 
 def nice_values(p, digits=(0, 3, 2, 1)):
@@ -206,11 +250,11 @@ def number(x):
     return _number(x)
 
 
-__all__ += ["fit_factor", "axis_candidates"]
+__all__ += ["fit_factor", "axis_candidates", "explain_with_faults", "READS"]
 
 
 # --------------------------------------------------------------------------
-# Axes: a permutation written with fixed axes, and the axes a reduction may run along
+# Axes: a permutation written with fixed axes
 # --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -219,20 +263,49 @@ class AxesPermutation:
 
     Fixed axes mean the same code does different things to arrays of different numbers of axes: swapaxes(1, 2)
     swaps tokens and heads of (B, n, h, d_k) but heads and d_k of (n, h, d_k); transpose(1, 0, 2) refuses a
-    4-D array. :meth:`apply` does what numpy does (and raises where numpy refuses)."""
+    4-D array. :meth:`apply` does what numpy does (and raises where numpy refuses).
+
+    read: how the code reads the array before it transposes (:data:`READS`): "" as it is; "batch_of_one", code
+    written for arrays of ``ndim`` axes that makes one of ``ndim - 1`` a batch of one (x[None], reshape(1, ...))
+    and drops that axis after; "stack_first", a reshape to (x.shape[-3], -1, x.shape[-2], x.shape[-1]): the code
+    believes axis -3 stands first, before the batch (heads stacked before the batch, (h, B, n, d_k)), and reads
+    the memory of (B, h, ...) so."""
 
     axes: tuple
     swap: bool = False
+    read: str = ""
+    ndim: int = 0
 
-    def apply(self, a):
+    def _plain(self, a):
         return np.swapaxes(a, *self.axes) if self.swap else np.transpose(a, self.axes)
 
+    def _batched(self, a):
+        return self.read == "batch_of_one" and a.ndim == self.ndim - 1
+
+    def _batch_goes_to(self, ndim):
+        """Where the transpose puts axis 0 of an array of ``ndim`` axes."""
+        return self._plain(np.empty((2,) + (1,) * (ndim - 1))).shape.index(2)
+
+    def apply(self, a):
+        if self._batched(a):
+            return np.squeeze(self._plain(a[None]), axis=self._batch_goes_to(a.ndim + 1))
+        if self.read == "stack_first":
+            a = a.reshape(a.shape[-3], -1, *a.shape[-2:])
+        return self._plain(a)
+
     def undo(self, a):
-        """The inverse transpose, written with the same axes (a swap is its own inverse)."""
-        return self.apply(a) if self.swap else np.transpose(a, np.argsort(self.axes))
+        """The inverse transpose, written with the same axes (a swap is its own inverse); a batch of one is added
+        and dropped again. A "stack_first" read is not undone (its inverse reshape needs the array's shape)."""
+        if self._batched(a):
+            return self.undo(np.expand_dims(a, self._batch_goes_to(a.ndim + 1)))[0]
+        return self._plain(a) if self.swap else np.transpose(a, np.argsort(self.axes))
 
     def formula(self):
         return f"swapaxes({self.axes[0]}, {self.axes[1]})" if self.swap else f"transpose{tuple(self.axes)}"
+
+
+READS = ("", "batch_of_one", "stack_first")
+"""The ways of reading an array before a fixed-axes transpose that :class:`AxesPermutation` models."""
 
 
 def swap_spellings(i, j, ndim):
@@ -246,37 +319,52 @@ def swap_spellings(i, j, ndim):
     return found
 
 
-def fit_permutation(source, target, after=lambda y: [y], match=None):
+def fit_permutation(source, target, after=lambda y: [y], match=None, reads=("",)):
     """Every :class:`AxesPermutation` with ``after(p.apply(source))`` holding ``target`` (any of its ways), simplest
-    first: each swap in its fixed spellings (:func:`swap_spellings`), then each other order as ``transpose(...)``.
+    first: each swap in its fixed spellings (:func:`swap_spellings`), then each other order as ``transpose(...)``;
+    then the same for each other read of ``reads`` (:data:`READS`; "batch_of_one": each permutation found on
+    ``source`` as code written for its number of axes, then those of ``source`` made a batch of one).
 
     after: y -> the arrays the code makes of the transposed array (a reshape, say); match(a, b) -> bool
-    (default np.allclose of same shapes). The identity is left out (no transpose at all is a fault of its own).
-    For a permutation fitted on one input and then checked on inputs of other numbers of axes."""
+    (default np.allclose of same shapes). The identity is left out (no transpose at all is a fault of its own),
+    but not a read followed by the identity. For a permutation fitted on one input and then checked on inputs of
+    other numbers of axes."""
     source, target = np.asarray(source), np.asarray(target)
     match = match or (lambda a, b: a.shape == b.shape and bool(np.allclose(a, b, equal_nan=True)))
-    ndim = source.ndim
+    plain = _fit_orders(source, target, after, match, lambda order: AxesPermutation(order), skip_identity=True)
+    found = list(plain)
+    for read in reads:
+        if read == "batch_of_one":
+            found += [dataclasses.replace(p, read=read, ndim=source.ndim) for p in plain]
+            found += _fit_orders(source, target, after, match, lambda order: AxesPermutation(
+                order, read=read, ndim=source.ndim + 1), skip_identity=False, ndim=source.ndim + 1)
+        elif read == "stack_first" and source.ndim >= 3:
+            found += _fit_orders(source, target, after, match, lambda order: AxesPermutation(
+                order, read=read), skip_identity=False, ndim=4)
+    return list(dict.fromkeys(found))
+
+
+def _fit_orders(source, target, after, match, make, skip_identity, ndim=None):
+    """The permutations ``make(order)`` (orders of ``ndim`` axes, source.ndim by default) whose ``after`` of
+    ``apply(source)`` holds ``target``: swaps first (spelled each fixed way), then the other orders."""
+    ndim = source.ndim if ndim is None else ndim
     swaps, others = [], []
     if ndim > 6:
         return []
     for order in itertools.permutations(range(ndim)):
-        if list(order) == list(range(ndim)):
+        if skip_identity and list(order) == list(range(ndim)):
             continue
+        perm = make(tuple(order))
         try:
             with np.errstate(all="ignore"):
-                ways = after(np.transpose(source, order))
+                ways = after(perm.apply(source))
             if not any(w is not None and match(np.asarray(w), target) for w in ways):
                 continue
         except Exception:
             continue
         moved = [k for k in range(ndim) if order[k] != k]
         if len(moved) == 2:
-            swaps += swap_spellings(moved[0], moved[1], ndim)
-        others.append(AxesPermutation(tuple(order)))
+            swaps += [dataclasses.replace(make(tuple(order)), axes=p.axes, swap=True)
+                      for p in swap_spellings(moved[0], moved[1], ndim)]
+        others.append(perm)
     return swaps + others
-
-
-def reduction_axes(ndim):
-    """The axes a softmax (or any reduction) of an array with up to ``ndim`` axes may be written along, but the
-    last: -2 first (the usual slip), then each fixed axis from 0, then the other axes counted from the end."""
-    return [-2] + list(range(ndim - 1)) + [-k for k in range(3, ndim + 1)]
