@@ -170,6 +170,17 @@ def _unexplained(piece, run, name):
                          + piece.hint)
 
 
+def wrong_runs(runs, expected):
+    """The runs whose output has the shape of ``expected(args)`` (the course's output) and is not it, smallest
+    first: where a family reads its value off the learner's numbers (a base, a shift)."""
+    found = []
+    for run in runs:
+        want = np.asarray(expected(run.case.args))
+        if run.out is not None and run.out.shape == want.shape and not matches(run.out, want):
+            found.append(run)
+    return sorted(found, key=lambda run: run.out.size)
+
+
 def _size(a):
     """The largest finite entry's size, at least 1: float16 rounds a sum of products relative to its terms, so
     an entry that cancels to near 0 is off by about as much as the largest (a layer of multi-head attention)."""

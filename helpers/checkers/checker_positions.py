@@ -140,13 +140,8 @@ UNIT_WORDS = {
 # --------------------------------------------------------------------------
 
 def _wrong_runs(runs):
-    """The runs whose output has the encoding's shape and is not the right one, smallest first."""
-    found = []
-    for run in runs:
-        want = sinusoidal_positional_encoding(run.case.args["n"], run.case.args["d_model"])
-        if run.out is not None and run.out.shape == want.shape and not matches(run.out, want):
-            found.append(run)
-    return sorted(found, key=lambda run: run.out.size)
+    """The runs whose output has the right shape and is not the right one, smallest first."""
+    return checker_numeric.wrong_runs(runs, lambda args: sinusoidal_positional_encoding(args["n"], args["d_model"]))
 
 
 def _fit_base(runs):

@@ -148,13 +148,8 @@ def _unit_way(args, out):
 # --------------------------------------------------------------------------
 
 def _wrong_runs(runs):
-    """The runs whose output has the shape of x and is not the right one, smallest first."""
-    found = []
-    for run in runs:
-        want = apply_rope(run.case.args["x"], run.case.args["positions"])
-        if run.out is not None and run.out.shape == want.shape and not matches(run.out, want):
-            found.append(run)
-    return sorted(found, key=lambda run: run.out.size)
+    """The runs whose output has the right shape and is not the right one, smallest first."""
+    return checker_numeric.wrong_runs(runs, lambda args: apply_rope(args["x"], args["positions"]))
 
 
 def _fit_base(runs):
