@@ -33,6 +33,8 @@ import numpy as np
 
 from helpers import inputs
 from helpers.attention import scaled_dot_product_attention, softmax as course_softmax
+from helpers.attention import merge_heads as course_merge, multi_head_attention as course_multi_head
+from helpers.attention import split_heads as course_split
 from helpers.checkers.checker_attention import MASK_NAMES
 from helpers.checkers.checker_softmax import AXIS_NAMES
 from helpers.checkers.diagnose import diagnose
@@ -42,7 +44,7 @@ from helpers.course import BUILT_IN
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
 CHOICES = ("softmax", "attention")
-"""The pieces :func:`piece` serves so far (the first step of issue 33: notebook 01's two)."""
+"""The pieces :func:`piece` serves so far: notebook 01's two here, notebook 05's added below (HEADS)."""
 USES = ("auto", "course", "yours")
 """auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
 _OPTIONS = {"softmax": (), "attention": ("masks", "batches")}
@@ -54,7 +56,8 @@ _files = {}      # path -> ((size, mtime_ns), sha256 of the text)
 def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float64=False, quiet=False):
     """The function a cell should run for the piece ``name``: yours once it is right, else the course's.
 
-    name: "softmax" or "attention" (:data:`CHOICES`).
+    name: "softmax", "attention", or notebook 05's "split_heads", "merge_heads",
+        "multi_head_attention" (:data:`CHOICES`).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -80,7 +83,12 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     Q by scale * sqrt(d_k) (your function divides by sqrt(d_k)); when yours
     returns the output only, the weights are your attention with V the
     identity (weights @ I = weights); the inputs are checked as the course's
-    are (ValueError naming the argument).
+    are (ValueError naming the argument). ``split_heads(x, num_heads)``,
+    ``merge_heads(x)`` and ``multi_head_attention(X, W_Q, W_K, W_V, W_O,
+    num_heads, mask=None, num_kv_heads=None)`` -> (output, weights (...,
+    num_heads, n, n)) as helpers.attention's; an output-only multi-head
+    function of yours has its weights read back from it (see
+    ``_adapt_multi_head``), and yours takes no grouped-query num_kv_heads.
 
     Prints one line (unless quiet): "your softmax", "your softmax (in
     float32)", "the course's softmax (yours: not attempted yet)", "the
@@ -182,7 +190,9 @@ def _diagnosis(fn, name, options):
 def _probe_dtype(fn, name):
     """The dtype of a right function's output on a small float64 input (float32 shows in the line)."""
     try:
-        if name == "softmax":
+        if name in HEADS:
+            out = _probe_heads(name, fn)
+        elif name == "softmax":
             out = _adapt_softmax(fn)(np.array([[0.0, 1.0, 2.0]]))
         else:
             x = np.array([[1.0, 0.0], [0.5, 0.5]])
@@ -216,6 +226,8 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
 # --------------------------------------------------------------------------
 
 def _adapt(name, fn, options):
+    if name in HEADS:
+        return _HEADS_ADAPT[name](fn)
     return _adapt_softmax(fn) if name == "softmax" else _adapt_attention(fn, options)
 
 
@@ -254,6 +266,8 @@ def _adapt_attention(fn, options):
 
 
 def _course(name, options):
+    if name in HEADS:
+        return _HEADS_COURSE[name]
     if name == "softmax":
         return course_softmax
 
@@ -278,3 +292,108 @@ def _ndim(x):
         return np.ndim(x)
     except Exception:          # not an array at all: the input checks that follow say what is wrong
         return 0
+
+
+# --------------------------------------------------------------------------
+# Notebook 05's pieces: split_heads, merge_heads, multi_head_attention
+# --------------------------------------------------------------------------
+
+HEADS = ("split_heads", "merge_heads", "multi_head_attention")
+"""Notebook 05's pieces, built there; diagnose takes no stage options for them."""
+CHOICES += HEADS
+_OPTIONS.update({name: () for name in HEADS})
+
+
+def _adapt_split(fn):
+    def split_heads(x, num_heads):
+        x = inputs.real_array(x, "x")                 # the course's checks, ValueError naming the argument
+        inputs.at_least(x, "x", 2, "(..., n, d_model)")
+        return np.asarray(fn(x, inputs.checked_num_heads(num_heads, x.shape[-1])))
+    return functools.update_wrapper(split_heads, fn)
+
+
+def _adapt_merge(fn):
+    def merge_heads(x):
+        x = inputs.real_array(x, "x")
+        inputs.at_least(x, "x", 3, "(..., num_heads, n, d_k)")
+        return np.asarray(fn(x))
+    return functools.update_wrapper(merge_heads, fn)
+
+
+def _adapt_multi_head(fn):
+    """Yours with the course's signature and its (output, weights). When yours returns the output only, the
+    weights are read back from yours: they do not depend on W_V or W_O, so yours runs again, sentence by
+    sentence, with W_O = I and a W_V that makes each head's values one-hot over the tokens (X W_V solved for
+    them), and the columns of its output are then the columns of each head's weights (ceil(n / d_k) runs)."""
+    mask_place = parameter(fn, MASK_NAMES, 6, default_none=True) or ("keyword", "mask")
+
+    def run(X, W_Q, W_K, W_V, W_O, num_heads, mask):
+        args = (X, W_Q, W_K, W_V, W_O, num_heads)
+        if mask is None:
+            return fn(*args)
+        return fn(*args, mask) if mask_place[0] == "position" else fn(*args, **{mask_place[1]: mask})
+
+    def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, num_kv_heads=None):
+        X = inputs.real_array(X, "X")
+        inputs.at_least(X, "X", 2, "(..., n, d_model)")
+        inputs.not_empty(X, "X", -2, "token (n >= 1)")
+        inputs.not_empty(X, "X", -1, "feature (d_model >= 1)")
+        num_heads = inputs.checked_num_heads(num_heads, X.shape[-1])
+        if num_kv_heads is not None and num_kv_heads != num_heads:
+            raise ValueError("your multi_head_attention has no num_kv_heads (grouped-query attention): "
+                             "use piece('multi_head_attention', use='course') for it")
+        W_Q, W_K, W_V, W_O = (inputs.checked_projection(W, name, X)
+                              for W, name in zip((W_Q, W_K, W_V, W_O), ("W_Q", "W_K", "W_V", "W_O")))
+        if mask is not None:
+            mask = inputs.checked_heads_mask(mask, X, num_heads)
+        result = run(X, W_Q, W_K, W_V, W_O, num_heads, mask)
+        shape = X.shape[:-2] + (num_heads,) + X.shape[-2:-1] * 2          # (..., num_heads, n, n)
+        if isinstance(result, (tuple, list)) and len(result) == 2 and np.shape(result[1]) == shape:
+            return np.asarray(result[0]), np.asarray(result[1])
+        output = np.asarray(result[0] if isinstance(result, (tuple, list)) else result)
+        return output, _weights_read_back(run, X, W_Q, W_K, num_heads, mask, shape)
+    return functools.update_wrapper(multi_head_attention, fn)
+
+
+def _weights_read_back(run, X, W_Q, W_K, num_heads, mask, shape):
+    n, d_model = X.shape[-2:]
+    d_k = d_model // num_heads
+    weights = np.zeros(shape)
+    for index in np.ndindex(X.shape[:-2]):
+        x, m = X[index], _sentence_mask(mask, X, index)
+        for start in range(0, n, d_k):
+            tokens = slice(start, min(start + d_k, n))
+            width = tokens.stop - start
+            values = np.zeros((n, d_model))                  # head h's value j: one-hot at token start + j
+            for h in range(num_heads):
+                values[np.arange(start, tokens.stop), h * d_k + np.arange(width)] = 1.0
+            W_V = np.linalg.lstsq(x, values, rcond=None)[0]
+            if not np.allclose(x @ W_V, values, rtol=0, atol=1e-9):
+                raise ValueError(f"your multi_head_attention returns its output only, and its weights can be read "
+                                 f"back only when the {n} rows of X are independent (here they are not): return "
+                                 f"(output, weights) from it, or use piece('multi_head_attention', use='course')")
+            out = np.asarray(run(x, W_Q, W_K, W_V, np.eye(d_model), num_heads, m))
+            for h in range(num_heads):
+                weights[index][h][:, tokens] = out[:, h * d_k:h * d_k + width]
+    return np.where(np.abs(weights) < 1e-14, 0.0, weights)    # read-back noise about a hidden key's 0: 0
+
+
+def _sentence_mask(mask, X, index):
+    """The mask of one sentence of X, as a mask for X[index] (n, d_model): (n or 1, n), or per head (h, n or 1, n)."""
+    if mask is None or mask.ndim <= 2:
+        return mask
+    m = np.broadcast_to(mask, X.shape[:-2] + mask.shape[-3:])[index]
+    return m[0] if m.shape[0] == 1 else m
+
+
+def _probe_heads(name, fn):
+    x = np.array([[1.0, 0.0, 0.5, 0.5], [0.0, 1.0, 0.25, -0.5]])
+    if name == "split_heads":
+        return _adapt_split(fn)(x, 2)
+    if name == "merge_heads":
+        return _adapt_merge(fn)(x.reshape(2, 2, 2))
+    return _adapt_multi_head(fn)(x, *[np.eye(4)] * 4, 2)[0]
+
+
+_HEADS_ADAPT = {"split_heads": _adapt_split, "merge_heads": _adapt_merge, "multi_head_attention": _adapt_multi_head}
+_HEADS_COURSE = {"split_heads": course_split, "merge_heads": course_merge, "multi_head_attention": course_multi_head}

@@ -190,7 +190,7 @@ def test_a_mask_needs_a_diagnosis_with_masks(capsys):
 # ------------------------------------------------------------ errors
 
 def test_bad_arguments_are_named():
-    with pytest.raises(ValueError, match=r"piece must be one of 'softmax', 'attention'; got 'sofmax'"):
+    with pytest.raises(ValueError, match=r"piece must be one of 'softmax', 'attention', .*; got 'sofmax'"):
         piece("sofmax")
     with pytest.raises(ValueError, match=r"use must be one of 'auto', 'course', 'yours'; got 'mine'"):
         piece("softmax", use="mine")
@@ -200,7 +200,7 @@ def test_bad_arguments_are_named():
         piece("attention", batches="yes")
     with pytest.raises(ValueError, match=r"float64 must be True or False; got 64"):
         piece("softmax", float64=64)
-    assert CHOICES == ("softmax", "attention") and USES == ("auto", "course", "yours")
+    assert CHOICES[:2] == ("softmax", "attention") and USES == ("auto", "course", "yours")
 
 
 # ------------------------------------------------------------ the cache
@@ -250,7 +250,9 @@ def fold(text):
     "the course's softmax (yours: no_max_subtraction+neg_inf_nan; see Build it in notebook 01)",
     "the course's attention (yours with a mask: mask_ignored; see Build it in notebook 04)",
     "the course's softmax (yours is float32; this cell needs float64)",
-    "the course's softmax (yours: no softmax in the workbook)"])
+    "the course's softmax (yours: no softmax in the workbook)",
+    "your split_heads", "your multi_head_attention", "the course's merge_heads (yours: not attempted yet)",
+    "the course's multi_head_attention (yours: scale_by_d_model; see Build it in notebook 05)"])
 def test_the_sanitizer_folds_every_whose_line_to_one_text(line):
     name = line.split()[1] if line.startswith("your") else line.split()[2]
     assert fold(f"above\n{line}\nweights: [0.132 0.325]\n") == f"above\n[{name}: yours or the course's]\nweights: [0.132 0.325]\n"
@@ -278,3 +280,92 @@ def test_every_nbval_run_of_the_project_passes_the_sanitizer():
     for name, text in using.items():
         assert "--nbval-sanitize-with" in text, f"{name} runs nbval without nbval_sanitize.cfg"
     assert "nbval_sanitize.cfg" in re.search(r"^test:.*\n\t(.*)$", runs["Makefile"], re.M).group(1)
+
+
+# ------------------------------------------------------------ notebook 05's pieces: the heads
+
+HEADS = ("split_heads", "merge_heads", "multi_head_attention")
+X6 = rng.standard_normal((4, 6))
+W6 = [rng.standard_normal((6, 6)) for _ in range(4)]
+
+
+def reshape_only_split(x, num_heads):
+    *lead, n, d_model = x.shape
+    return x.reshape(*lead, num_heads, n, d_model // num_heads)       # no transpose: tokens mixed
+
+
+def d_model_scaled_multi_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    split = WORKED["split_heads"]
+    Q, K, V = (split(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1])           # sqrt(d_model), not sqrt(d_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return WORKED["merge_heads"](e / e.sum(axis=-1, keepdims=True) @ V) @ W_O
+
+
+def pair_multi_head(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    from helpers.attention import multi_head_attention
+    return multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=mask)
+
+
+def test_the_heads_stubs_give_the_course_functions_not_attempted_yet(tmp_path, capsys):
+    import helpers.attention as course
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    stubs = module_from(tmp_path / "stubs.py", "stubs_for_heads")
+    for name in HEADS:
+        fn, line = chosen(capsys, name, workbook=stubs)
+        assert fn is getattr(course, name) and line == f"the course's {name} (yours: not attempted yet)"
+
+
+def test_the_worked_heads_run_and_say_yours(capsys):
+    from helpers.attention import merge_heads, multi_head_attention, split_heads
+    mine = types.SimpleNamespace(**WORKED)
+    split, line = chosen(capsys, "split_heads", workbook=mine)
+    assert line == "your split_heads"
+    np.testing.assert_array_equal(split(X6, 3), split_heads(X6, 3))
+    merge, line = chosen(capsys, "merge_heads", workbook=mine)
+    assert line == "your merge_heads"
+    np.testing.assert_array_equal(merge(split_heads(X6, 3)), X6)
+    multi, line = chosen(capsys, "multi_head_attention", workbook=mine)
+    assert line == "your multi_head_attention"
+    for num_heads in (1, 2, 3, 6):      # the worked one returns the output only: its weights are read back from it
+        out, weights = multi(X6, *W6, num_heads)
+        want_out, want_weights = multi_head_attention(X6, *W6, num_heads)
+        np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(weights, want_weights, rtol=1e-10, atol=1e-13)
+    X = rng.standard_normal((2, 4, 6))
+    mask = np.tril(np.ones((4, 4), dtype=bool))
+    out, weights = multi(X, *W6, 3, mask=mask)
+    want_out, want_weights = multi_head_attention(X, *W6, 3, mask=mask)
+    np.testing.assert_allclose(out, want_out, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(weights, want_weights, rtol=1e-10, atol=1e-13)
+    assert np.all(weights[..., ~mask] == 0)                             # a hidden key's weight is 0, noise folded
+
+
+def test_a_wrong_head_piece_gives_the_course_and_names_its_key(capsys):
+    from helpers.attention import multi_head_attention, split_heads
+    fn, line = chosen(capsys, "split_heads", workbook=types.SimpleNamespace(split_heads=reshape_only_split))
+    assert fn is split_heads
+    assert line == "the course's split_heads (yours: reshape_without_transpose; see Build it in notebook 05)"
+    fn, line = chosen(capsys, "multi_head_attention",
+                      workbook=types.SimpleNamespace(multi_head_attention=d_model_scaled_multi_head))
+    assert fn is multi_head_attention
+    assert line == "the course's multi_head_attention (yours: scale_by_d_model; see Build it in notebook 05)"
+
+
+def test_the_learner_multi_head_adapted(capsys):
+    from helpers.attention import multi_head_attention
+    multi = piece("multi_head_attention", quiet=True, workbook=types.SimpleNamespace(multi_head_attention=pair_multi_head))
+    out, weights = multi(X6, *W6, 2)                                    # (output, weights) of yours: as they are
+    assert np.array_equal(weights, multi_head_attention(X6, *W6, 2)[1])
+    worked = piece("multi_head_attention", quiet=True, workbook=types.SimpleNamespace(**WORKED))
+    with pytest.raises(ValueError, match=r"rows of X are independent"):
+        worked(np.vstack([X6[:3], X6[0] + X6[1]]), *W6, 2)           # token 3 = token 0 + token 1
+    with pytest.raises(ValueError, match=r"num_kv_heads"):
+        worked(X6, *W6, 2, num_kv_heads=1)
+    with pytest.raises(ValueError, match=r"num_heads must divide d_model = 6"):
+        worked(X6, *W6, 4)
+    with pytest.raises(ValueError, match=r"W_O"):
+        worked(X6, *W6[:3], np.eye(5), 2)
+    assert capsys.readouterr().out == ""
