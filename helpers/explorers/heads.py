@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import numpy as np
 
-from helpers.attention import attention_entropy, multi_head_attention
+from helpers.attention import attention_entropy, multi_head_attention as course_multi_head_attention
 from helpers.explorers.base import Explorer
 from helpers.inputs import refuse_masked_array
 from helpers.plots import html_grid, weights_table_html
@@ -80,13 +80,17 @@ class HeadsState:
     messages: tuple
 
 
-def heads_state(num_heads=8, d_model=HEADS_D_MODEL, tokens=HEADS_TOKENS, seed=0):
+def heads_state(num_heads=8, d_model=HEADS_D_MODEL, tokens=HEADS_TOKENS, seed=0, multi_head_attention=None):
     """Multi-head attention of a seeded random layer, split into ``num_heads`` heads.
 
     The layer (``random_model``) stays the same whatever num_heads is: only
     the split of its d_model projected features into heads of d_k =
-    d_model / num_heads changes. Returns a :class:`HeadsState`. Raises the
-    ValueError of ``multi_head_attention`` (listing the values that work)
+    d_model / num_heads changes. multi_head_attention: the function that
+    computes it, with helpers.attention's signature and (output, weights)
+    (notebook 05 passes ``piece("multi_head_attention")``, yours once it is
+    right); None means the course's. Any other is said in the message:
+    "Computed by your multi_head_attention." Returns a :class:`HeadsState`.
+    Raises the ValueError of ``multi_head_attention`` (listing the values that work)
     when num_heads does not divide d_model, and a ValueError naming the
     argument for a d_model that is not a positive whole number, a seed that
     is not a non-negative whole number, or tokens that are not a non-empty
@@ -99,14 +103,17 @@ def heads_state(num_heads=8, d_model=HEADS_D_MODEL, tokens=HEADS_TOKENS, seed=0)
                          f"got {tokens!r}")
     tokens = tuple(tokens)
     X, W_Q, W_K, W_V, W_O = random_model(d_model, len(tokens), seed)
-    output, weights = multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads=num_heads)
+    run = course_multi_head_attention if multi_head_attention is None else multi_head_attention
+    output, weights = run(X, W_Q, W_K, W_V, W_O, num_heads=num_heads)
+    output, weights = np.asarray(output), np.asarray(weights)
     entropy = attention_entropy(weights)
     d_k = d_model // num_heads
     head_entropy = entropy.mean(axis=1)
     messages = (
         f"{num_heads} head{'s' if num_heads > 1 else ''} of d_k = {d_model} / {num_heads} = {d_k} features each, "
         f"scores scaled by 1/sqrt({d_k}). Mean entropy per head (at most log {len(tokens)} = "
-        f"{np.log(len(tokens)):.3f} nats): " + ", ".join(f"{h:.2f}" for h in head_entropy) + ".",
+        f"{np.log(len(tokens)):.3f} nats): " + ", ".join(f"{h:.2f}" for h in head_entropy) + "."
+        + ("" if run is course_multi_head_attention else " Computed by your multi_head_attention."),
     )
     return HeadsState(num_heads=int(num_heads), d_model=d_model, d_k=d_k, tokens=tokens, weights=weights,
                       entropy=entropy, head_entropy=head_entropy, output=output, messages=messages)
@@ -125,11 +132,13 @@ def _heads_height(state):
     return f"{(len(state.tokens) + 1) * 21 + 90}px"
 
 
-def heads_explorer(num_heads=8):
+def heads_explorer(num_heads=8, multi_head_attention=None):
     """Explore the number of heads at a fixed d_model = 24: one small heatmap per head.
 
     Control: ``num_heads`` (toggle buttons, every divisor of 24 up to 12).
     The grid of heatmaps is rebuilt when the number of heads changes.
+    multi_head_attention: the function every state is computed by (see
+    :func:`heads_state`); None means the course's.
     Returns an :class:`Explorer`; ``.state`` is a :class:`HeadsState`.
     """
     if isinstance(num_heads, bool) or not isinstance(num_heads, numbers.Integral) or num_heads not in HEADS_CHOICES:
@@ -137,6 +146,9 @@ def heads_explorer(num_heads=8):
                          f"got {num_heads!r}")
     buttons = widgets.ToggleButtons(options=[(str(h), h) for h in HEADS_CHOICES], value=num_heads,
                                     description="num_heads", style={"button_width": "42px"})
-    return Explorer(lambda num_heads: heads_state(num_heads), _draw_heads, {"num_heads": buttons},
+
+    def state(num_heads):
+        return heads_state(num_heads, multi_head_attention=multi_head_attention)
+    return Explorer(state, _draw_heads, {"num_heads": buttons},
                     [[buttons, widgets.Label(f"d_model = {HEADS_D_MODEL}, d_k = d_model / num_heads")]],
                     height=_heads_height, name="heads")
