@@ -543,7 +543,8 @@ def _verdict(fn, runs, masks, batches):
     changes, mutated = mutation_words(runs, "Q K V mask".split())
     also = f" Also, {changes}" if mutated else ""
     longer = next((len(run.value) for run in runs if _longer_tuple(run.value)), None)
-    extra = "" if longer is None else "\n" + LONGER_TUPLE.format(n=_fmt(longer) if longer > 9 else NUMBERS[longer], piece="attention")
+    extra = "" if longer is None else "\n" + LONGER_TUPLE.format(
+        n=_fmt(longer) if longer > 9 else NUMBERS[longer], piece="attention")
     right = [_agrees(run, RIGHT.predict(run.case), None) for run in runs]
     if all(right):
         if mutated:

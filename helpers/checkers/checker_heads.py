@@ -11,7 +11,7 @@ learner's function gave):
     merge_heads(x)              the same four keys, for the way back
     multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)
                                 scale_by_d_model, no_output_projection, reshape_without_transpose,
-                                no_scaling, single_head, mask_ignored, head_axis
+                                no_scaling, single_head, mask_ignored, head_axis, interleaved
 
 ``multi_head_attention`` may return the output or (output, weights); the
 output is checked. Its ``reshape_without_transpose`` is a reshape alone in
