@@ -134,6 +134,15 @@ def _loop_over_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask):
     return np.concatenate(outs, axis=-1) @ W_O
 
 
+def mha_interleaved_heads(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    """Wrong: head h takes features h, h + num_heads, ... (x.reshape(n, d_k, h)), in the split and in the merge."""
+    d_k = X.shape[-1] // num_heads
+    def split(x):
+        return np.moveaxis(x.reshape(*x.shape[:-1], d_k, num_heads), -1, -3)
+    heads = _attend(split(X @ W_Q), split(X @ W_K), split(X @ W_V), mask, 1 / np.sqrt(d_k))
+    return np.moveaxis(heads, -3, -1).reshape(X.shape) @ W_O
+
+
 def mha_per_head_loop(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     """Right: one head at a time with the course's attention, the mask's head axis dropped."""
     head_mask = None if mask is None else (mask if mask.ndim == 2 else mask[..., 0, :, :])
@@ -434,6 +443,7 @@ NAMED = [
     ("multi_head_attention", mha_loop_whole_mask, "head_axis"),
     ("multi_head_attention", mha_global_max, "max_over_everything"),
     ("multi_head_attention", mha_naive_softmax, "no_max_subtraction"),
+    ("multi_head_attention", mha_interleaved_heads, "interleaved"),
     ("positional_encoding", pe_arguments_swapped, "arguments_swapped"),
 ]
 FAULTS = {"split_heads": SPLIT_FAULTS, "merge_heads": MERGE_FAULTS, "multi_head_attention": MULTI_HEAD_FAULTS,
@@ -813,7 +823,7 @@ def test_attention_with_the_softmax_over_the_queries_is_wrong_axis():
 
 
 def test_the_attention_battery_has_one_token_random_shapes_a_batch_and_a_random_mask():
-    assert len(ATTENTION) == 14
+    assert len(ATTENTION) == 16
     empty = [c for c in ATTENTION if c.mask is not None and not np.broadcast_to(c.mask, c.Q.shape[:-1] + c.K.shape[-2:-1]).any(axis=-1).all()]
     assert [c.name for c in empty] == ["empty row"]             # one query with nothing to attend to (notebook 04, section 4)
     assert any(c.Q.shape[-2] == 1 and c.K.shape[-2] == 1 for c in ATTENTION)

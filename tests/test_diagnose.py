@@ -44,6 +44,8 @@ def unguarded(Q, K, V, mask=None):
 def right_with_loops(Q, K, V, mask=None):
     """Right, but with Python loops, a -1e9 fill and only the output returned."""
     Q, K, V = np.asarray(Q), np.asarray(K), np.asarray(V)
+    if mask is not None:                  # a mask shared by queries or sentences, entry by entry
+        mask = np.broadcast_to(mask, Q.shape[:-1] + K.shape[-2:-1])
     if Q.ndim > 2:                        # each leading axis in turn: a batch, then heads (notebook 05)
         return np.stack([right_with_loops(Q[b], K[b], V[b], None if mask is None else mask[b])
                          for b in range(Q.shape[0])])
@@ -183,6 +185,30 @@ def batch_transpose(Q, K, V, mask=None):
     return e / e.sum(axis=-1, keepdims=True) @ V
 
 
+def mask_indexed(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        scores[~mask] = -np.inf                  # boolean indexing: a mask that broadcasts raises IndexError
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ V
+
+
+def scale_after_softmax(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) / np.sqrt(K.shape[-1]) @ V
+
+
+def fixed_axes_transpose(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, 1, 2) / np.sqrt(K.shape[-1])      # torch's K.transpose(1, 2), kept as it stands
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ V
+
+
 def scale_by_n_keys(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(len(K))       # the number of keys, not their width
     if mask is not None:
@@ -256,6 +282,9 @@ NAMED = [
     (scale_by_n_keys, "scale_by_n_keys", "number of keys"),
     (scale_by_d_v, "scale_by_d_v", "values' width"),
     (scale_by_shape, "scale_by_shape", "sqrt(n_q) = sqrt(3)"),
+    (mask_indexed, "mask_indexed", "np.broadcast_to(mask, scores.shape)"),
+    (scale_after_softmax, "scale_after_softmax", "before the softmax"),
+    (fixed_axes_transpose, "axes_permuted", "np.swapaxes(K, 1, 2)"),
 ]
 
 
@@ -303,7 +332,9 @@ def test_exercises_offers_the_same_diagnose():
 
 def test_every_named_fault_has_a_learner_function():
     keys = {k for _, key, _ in NAMED for k in key.split("+")}
-    assert keys | {"multiplied_by_sqrt_d_k", "softmax_over_everything", "mask_ignored"} == set(FAULTS)
+    # returned_weights and weights_wrong: tests/test_fitted_attention.py (their verdicts show no differing row)
+    assert keys | {"multiplied_by_sqrt_d_k", "softmax_over_everything", "mask_ignored", "returned_weights",
+                   "weights_wrong"} == set(FAULTS)
 
 
 def test_the_battery_tells_every_single_fault_from_the_right_answer_and_from_each_other():

@@ -374,3 +374,284 @@ def test_a_kv_step_scale_is_fitted_and_named_by_what_it_equals(fn, key, words):
 def test_the_kv_battery_has_steps_of_several_sizes():
     from helpers.checkers.battery import KV_CACHE_STEP
     assert len({c.args["cache_keys"].shape for c in KV_CACHE_STEP}) >= 4
+
+
+# --------------------------------------------------------------------------
+# A reviewer's functions (issue 32, second review): masks that broadcast, K transposed with fixed axes, a scale read
+# off a fixed index of a shape, the scale after the softmax, and in multi-head attention interleaved heads, a mask
+# used only when 2-D, sqrt(d_k) * num_heads, a split-only fixed transpose; texts true of the function
+# --------------------------------------------------------------------------
+
+def _sm(x, axis=-1):
+    """The learner's own right softmax, guarded for a row hidden everywhere."""
+    x = np.asarray(x, dtype=float)
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(m), m, 0.0))
+    s = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+
+
+def att_boolindex(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s[~mask] = -np.inf
+    w = _sm(s)
+    return w @ V, w
+
+
+def att_mask2d_only(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None and np.ndim(mask) == 2:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s)
+    return w @ V, w
+
+
+def test_a_mask_that_broadcasts_over_a_batch_is_in_the_battery_and_catches_two_false_passes():
+    shared = [c for c in ATTENTION if c.mask is not None and c.Q.ndim > 2]
+    assert {c.mask.shape for c in shared} == {(4, 1, 4), (5, 5)}         # padding_mask's, one causal for a batch
+    assert all(c.needs == ("masks", "batches") for c in shared)
+    verdict = diagnose(att_boolindex)
+    assert verdict.mistake == "mask_indexed" and verdict.case == "padded batch", verdict.text
+    assert "scores[~mask] = -np.inf" in verdict.text and "IndexError" in verdict.text
+    verdict = diagnose(att_mask2d_only)
+    assert verdict.mistake == "mask_ignored" and "only when it is 2-D" in verdict.text, verdict.text
+    assert "(4, 1, 4)" in verdict.text                                  # the input it ignored, by its shape
+    # masks without batches (notebook 04 before batches): neither shared input is tried
+    assert diagnose(att_boolindex, batches=False).correct and diagnose(att_mask2d_only, batches=False).correct
+
+
+def test_a_right_function_that_reads_the_mask_entry_by_entry_passes_once_it_broadcasts_it():
+    def loops(Q, K, V, mask=None):
+        out = np.zeros(Q.shape[:-1] + V.shape[-1:])
+        mask = np.ones(Q.shape[:-1] + K.shape[-2:-1], bool) if mask is None else np.broadcast_to(
+            mask, Q.shape[:-1] + K.shape[-2:-1])
+        for idx in np.ndindex(*Q.shape[:-1]):
+            s = np.array([Q[idx] @ K[idx[:-1] + (j,)] for j in range(K.shape[-2])]) / np.sqrt(K.shape[-1])
+            s = np.where(mask[idx], s, -np.inf)
+            out[idx] = _sm(s) @ V[idx[:-1]]
+        return out
+    assert diagnose(loops).correct
+
+
+def att_swap12(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, 1, 2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s)
+    return w @ V, w
+
+
+def att_fixed_transpose(Q, K, V, mask=None):
+    s = Q @ K.transpose(0, 2, 1) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s)
+    return w @ V, w
+
+
+def att_swap01(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, 0, 1) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s)
+    return w @ V, w
+
+
+@pytest.mark.parametrize("fn, key, words", [
+    (att_swap12, "axes_permuted", "np.swapaxes(K, 1, 2)"),
+    (att_fixed_transpose, "axes_permuted", "K.transpose(0, 2, 1)"),
+    (att_swap01, "batch_transpose", "np.swapaxes(K, 0, 1)"),
+])
+def test_k_transposed_with_fixed_axes_is_named_by_what_it_swaps(fn, key, words):
+    verdict = diagnose(fn)
+    assert verdict.mistake == key and words in verdict.text, verdict.text
+    assert ".T" not in verdict.text.split("\n")[0] and "np.swapaxes(K, -1, -2)" in verdict.text
+    if key == "batch_transpose":           # right for one sentence; on a batch it swaps the batch and the keys
+        assert "it swaps the batch axis with the keys' axis" in verdict.text
+    else:                                  # refused on one sentence (2 axes), right on a batch of 3 axes
+        assert "K has 2 axes and numpy refuses it" in verdict.text
+
+
+def test_dot_T_keeps_its_own_words():
+    def uses_T(Q, K, V, mask=None):
+        s = Q @ K.T / np.sqrt(Q.shape[-1])
+        return _sm(s if mask is None else np.where(mask, s, -np.inf)) @ V
+    verdict = diagnose(uses_T)
+    assert verdict.mistake == "batch_transpose" and ".T reverses every axis" in verdict.text
+
+
+def att_shape1(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s)
+    return w @ V, w
+
+
+def att_lenQ0(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(len(Q[0]))
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s)
+    return w @ V, w
+
+
+@pytest.mark.parametrize("fn", [att_shape1, att_lenQ0])
+def test_a_scale_read_from_a_fixed_index_of_a_shape_is_named(fn):
+    verdict = diagnose(fn)
+    assert verdict.mistake == "scale_by_shape", verdict.text
+    assert "sqrt(Q.shape[1]) = sqrt(3)" in verdict.text and "the number of queries for a batch" in verdict.text
+    assert "d_k for one sentence" in verdict.text and "sqrt(d_k) = sqrt(4)" in verdict.text
+
+
+def test_the_fixed_index_scale_fits_on_batches_of_other_sizes():
+    # Q.shape[1] is n_q = 3 on the first batch (d_k = 4) and n_q = 5 on the causal batch (d_k = 3), d_k on every
+    # sentence: only the rule Q.shape[1] explains all (sqrt(n_q) fails on one sentence, a constant on both batches)
+    sizes = {(c.Q.shape[1], c.Q.shape[-1]) for c in ATTENTION if c.Q.ndim == 3}
+    assert (3, 4) in sizes and (5, 3) in sizes
+    assert "sqrt(Q.shape[1])" in diagnose(att_shape1).text
+    assert diagnose(att_shape1, batches=False).correct         # one sentence at a time: Q.shape[1] is d_k
+
+
+def att_scale_after(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s) / np.sqrt(Q.shape[-1])
+    return w @ V, w
+
+
+def test_the_scale_after_the_softmax_is_named():
+    verdict = diagnose(att_scale_after)
+    assert verdict.mistake == "scale_after_softmax" and "softmax(Q @ K^T / np.sqrt(d_k))" in verdict.text
+
+
+def att_swapped_return(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    w = _sm(s if mask is None else np.where(mask, s, -np.inf))
+    return w, w @ V
+
+
+def test_weights_and_output_in_the_wrong_order_are_told_so():
+    verdict = diagnose(att_swapped_return)
+    assert verdict.mistake == "returned_weights" and "in the wrong order: (weights, output)" in verdict.text
+    assert "not the output" not in verdict.text
+    verdict = diagnose(lambda Q, K, V, mask=None: att_swapped_return(Q, K, V, mask)[0])
+    assert verdict.mistake == "returned_weights" and "returns the attention weights, not the output" in verdict.text
+
+
+def test_weights_beside_the_right_output_that_are_not_the_weights_are_weights_wrong():
+    verdict = diagnose(lambda Q, K, V, mask=None: (att_swapped_return(Q, K, V, mask)[1], Q @ np.swapaxes(K, -1, -2)))
+    assert verdict.mistake == "weights_wrong" and "return weights @ V, weights" in verdict.text
+
+
+@pytest.mark.parametrize("axis, note, absent", [
+    (-2, "axis=-2 is the queries' axis of every input", "a fixed axis=1"),
+    (1, "a fixed axis=1 counts from the front: it is the keys' axis for one sentence", "axis=-2 is"),
+    (-3, "axis=-3 counts from the end", "a fixed axis=1"),
+])
+def test_the_wrong_axis_text_is_true_of_the_learners_axis(axis, note, absent):
+    verdict = diagnose(attention_axis(axis))
+    assert verdict.mistake == "wrong_axis" and note in verdict.text and absent not in verdict.text, verdict.text
+
+
+def _review_split(x, h):
+    *lead, n, d = x.shape
+    return np.swapaxes(x.reshape(*lead, n, h, d // h), -2, -3)
+
+
+def _review_merge(x):
+    *lead, h, n, d = x.shape
+    return np.swapaxes(x, -2, -3).reshape(*lead, n, h * d)
+
+
+def _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, scale=None):
+    Q, K, V = (_review_split(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / (np.sqrt(Q.shape[-1]) if scale is None else scale)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _sm(s)
+    return _review_merge(w @ V) @ W_O, w
+
+
+def mha_interleaved(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    def sp(x):
+        *lead, n, d = x.shape
+        return np.moveaxis(x.reshape(*lead, n, d // num_heads, num_heads), -1, -3)
+
+    def mg(x):
+        *lead, h, n, d = x.shape
+        return np.moveaxis(x, -3, -1).reshape(*lead, n, h * d)
+    Q, K, V = (sp(X @ W) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    return mg(_sm(s) @ V) @ W_O
+
+
+def mha_interleaved_split_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    def sp(x):
+        *lead, n, d = x.shape
+        return np.moveaxis(x.reshape(*lead, n, d // num_heads, num_heads), -1, -3)
+    Q, K, V = (sp(X @ W) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    return _review_merge(_sm(s if mask is None else np.where(mask, s, -np.inf)) @ V) @ W_O
+
+
+def mha_mask2d_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    return _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask if np.ndim(mask) == 2 else None)
+
+
+def mha_sqrt_dk_times_h(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    d_k = X.shape[-1] // num_heads
+    return _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, scale=np.sqrt(d_k) * num_heads)
+
+
+def mha_fixed_split(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    def sp(x):
+        B, n, d = x.shape
+        return x.reshape(B, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+    Q, K, V = (sp(X @ W) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    return _review_merge(_sm(s) @ V) @ W_O
+
+
+def mha_three(X, W_Q, W_K, W_V, W_O, num_heads, m=None):
+    out, w = _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, m)
+    return out, w, None
+
+
+@pytest.mark.parametrize("fn, key, words", [
+    (mha_interleaved, "interleaved", "(Here in the split and in the merge.)"),
+    (mha_interleaved_split_only, "interleaved", "(Here in the split.)"),
+    (mha_mask2d_only, "mask_ignored", "Here it ignores a mask of shape (2, 1, 1, 4)"),
+    (mha_sqrt_dk_times_h, "scale_by_shape", "sqrt(d_k) * num_heads = 2.828"),
+    (mha_fixed_split, "axes_permuted", "transpose(0, 2, 1, 3) in the split (after the reshape"),
+])
+def test_multi_head_faults_of_the_review_are_named(fn, key, words):
+    verdict = diagnose(fn, piece="multi_head_attention")
+    assert verdict.mistake == key and words in verdict.text, verdict.text
+    if fn is mha_fixed_split:              # the split refuses one sentence: nothing shows the merge wrong
+        assert "and in the merge:" not in verdict.text
+
+
+def test_the_sqrt_d_k_times_heads_scale_fits_across_sizes():
+    from helpers.checkers.battery import MULTI_HEAD
+    assert len({(c.args["X"].shape[-1] // c.args["num_heads"], c.args["num_heads"]) for c in MULTI_HEAD}) >= 3
+    verdict = diagnose(mha_sqrt_dk_times_h, piece="multi_head_attention")
+    assert verdict.mistake == "scale_by_shape"
+
+
+def test_a_multi_head_function_returning_three_things_is_told_as_attentions_is():
+    verdict = diagnose(mha_three, piece="multi_head_attention")
+    assert verdict.correct and "You return three things; the course's multi_head_attention returns two" in verdict.text
+    assert "three things" not in diagnose(lambda *a, **k: mha_three(*a, **k)[:2], piece="multi_head_attention").text
+
+
+def test_padding_masks_head_axis_text_cites_no_signature_the_stub_lacks():
+    verdict = diagnose(lambda is_real: np.asarray(is_real, bool)[:, None, None, :], piece="padding_mask")
+    assert verdict.mistake == "head_axis" and "num_heads=h" not in verdict.text
+    assert "padding_mask(is_real) takes no number of heads" in verdict.text

@@ -145,7 +145,7 @@ def test_the_guide_lists_exactly_the_mistakes_diagnose_names():
     section = GUIDE.split("## Diagnose a student's own attention function", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `(\w+)` \|", section, re.M)
     assert listed == list(FAULTS)
-    words = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
+    words = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen".split()
     assert f"runs the function on {words[len(BATTERY)]} inputs" in section.replace("\n", " ")
     assert f"longer than {TIME_LIMIT:g} s" in section
 

@@ -1739,3 +1739,164 @@ def apply_rope_matrices(x, positions=None):
     R = np.stack([np.stack([np.cos(ang), -np.sin(ang)], -1), np.stack([np.sin(ang), np.cos(ang)], -1)], -2)
     pairs = x.reshape(x.shape[:-1] + (d // 2, 2))                                     # (..., n, d/2, 2)
     return np.einsum("nirc,...nic->...nir", R, pairs).reshape(x.shape)
+
+
+# ==========================================================================
+# A reviewer's functions (issue 32, second review, source "review"): masks that broadcast, K transposed with fixed
+# axes, a scale read off a fixed index, the scale after the softmax; interleaved heads, a 2-D-only mask, 3-tuples
+# ==========================================================================
+
+def _review_softmax(s):
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+@wrong("attention", "review_boolindex", "review",
+       "Hides the scores by boolean indexing, s[~mask] = -inf, which does not broadcast a (B, 1, n_k) mask.",
+       "mask_indexed")
+def att_review_boolindex(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s[~mask] = -np.inf
+    w = _review_softmax(s)
+    return w @ V, w
+
+
+@wrong("attention", "review_mask2d_only", "review",
+       "Applies the mask only when it is 2-D (mask.ndim == 2): padding_mask's (B, 1, n_k) is ignored.", "mask_ignored")
+def att_review_mask2d_only(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None and np.ndim(mask) == 2:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return w @ V, w
+
+
+@wrong("attention", "review_swapaxes_1_2", "harvardnlp/annotated-transformer #118",
+       "torch's K.transpose(1, 2) kept as np.swapaxes(K, 1, 2): right for a batch, refused for one sentence.",
+       "axes_permuted")
+def att_review_swap12(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, 1, 2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return w @ V, w
+
+
+@wrong("attention", "review_transpose_0_2_1", "harvardnlp/annotated-transformer #118",
+       "K.transpose(0, 2, 1), the batch's transpose with fixed axes.", "axes_permuted")
+def att_review_transpose_021(Q, K, V, mask=None):
+    s = Q @ K.transpose(0, 2, 1) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return w @ V, w
+
+
+@wrong("attention", "review_swapaxes_0_1", "review",
+       "np.swapaxes(K, 0, 1): one sentence's transpose, with fixed axes, wrong for a batch.", "batch_transpose")
+def att_review_swap01(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, 0, 1) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return w @ V, w
+
+
+@wrong("attention", "review_shape_1", "review",
+       "d_k read as Q.shape[1]: d_k for one sentence, the number of queries for a batch.", "scale_by_shape")
+def att_review_shape1(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return w @ V, w
+
+
+@wrong("attention", "review_len_q0", "review", "d_k read as len(Q[0]), the same as Q.shape[1].", "scale_by_shape")
+def att_review_len_q0(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / math.sqrt(len(Q[0]))
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return w @ V, w
+
+
+@wrong("attention", "review_scale_after", "review",
+       "softmax(QK^T) / sqrt(d_k): the weights scaled, the scores not.", "scale_after_softmax")
+def att_review_scale_after(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s) / np.sqrt(Q.shape[-1])
+    return w @ V, w
+
+
+@wrong("attention", "review_weights_first", "review", "Returns (weights, output): both, in the wrong order.",
+       "returned_weights")
+def att_review_weights_first(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return w, w @ V
+
+
+def _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, scale=None):
+    Q, K, V = (_cut(X @ W, num_heads) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / (np.sqrt(Q.shape[-1]) if scale is None else scale)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _review_softmax(s)
+    return _join(w @ V) @ W_O, w
+
+
+@wrong("multi_head_attention", "review_interleaved", "review",
+       "Interleaved heads (reshape to (n, d_k, h)) in the split and the matching merge.", "interleaved")
+def mha_review_interleaved(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    def sp(x):
+        *lead, n, d = x.shape
+        return np.moveaxis(x.reshape(*lead, n, d // num_heads, num_heads), -1, -3)
+
+    def mg(x):
+        *lead, h, n, d = x.shape
+        return np.moveaxis(x, -3, -1).reshape(*lead, n, h * d)
+    Q, K, V = (sp(X @ W) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    return mg(_review_softmax(s) @ V) @ W_O
+
+
+@wrong("multi_head_attention", "review_mask2d_only", "review",
+       "The mask used only when 2-D: the (B, 1, 1, n) padding mask ignored.", "mask_ignored")
+def mha_review_mask2d_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    return _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask if np.ndim(mask) == 2 else None)
+
+
+@wrong("multi_head_attention", "review_sqrt_dk_times_h", "review",
+       "Each head's scores divided by sqrt(d_k) * num_heads.", "scale_by_shape")
+def mha_review_sqrt_dk_times_h(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    d_k = X.shape[-1] // num_heads
+    return _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, scale=np.sqrt(d_k) * num_heads)
+
+
+@wrong("multi_head_attention", "review_fixed_split", "harvardnlp/annotated-transformer #118",
+       "The split's transpose(0, 2, 1, 3) with fixed axes (one sentence refused), the merge right.", "axes_permuted")
+def mha_review_fixed_split(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
+    def sp(x):
+        B, n, d = x.shape
+        return x.reshape(B, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
+    Q, K, V = (sp(X @ W) for W in (W_Q, W_K, W_V))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    return _join(_review_softmax(s) @ V) @ W_O
+
+
+@right("multi_head_attention", "review_three", "review", "Returns (output, weights, None), the mask called m.")
+def mha_review_three(X, W_Q, W_K, W_V, W_O, num_heads, m=None):
+    out, w = _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, m)
+    return out, w, None

@@ -29,7 +29,8 @@ def _frozen(*arrays):
 
 @dataclass(frozen=True)
 class Case:
-    """One input of the battery. needs: None, "masks" or "batches" (what it assumes has been taught)."""
+    """One input of the battery. needs: None, "masks", "batches", or ("masks", "batches") for both (what it
+    assumes has been taught)."""
 
     name: str
     words: str
@@ -73,6 +74,7 @@ def _attention():
     cases.append(Case("empty row", "a left-padded sentence of 4 tokens under a causal and a padding mask, where "
                       "query 0 (the pad) may read no key", draw(4, d), draw(4, d), draw(4, d), left_padded, "masks"))
     cases.append(_rows_apart(draw(2, 3)))
+    cases.extend(_batch_masks(draw))
     for case in cases:
         _frozen(case.Q, case.K, case.V, case.mask)
     return tuple(cases)
@@ -86,6 +88,23 @@ def _rows_apart(V):
     Q = np.array([[0.0, 0.0, 0.0, 0.0], [2000.0, 2.0, 0.0, 0.0]])
     return Case("rows apart", "rows of very different scale: Q and K of shape (2, 4), V (2, 3), scaled scores "
                 "[0, 0] for query 0 and [1000, 1001] for query 1", Q, K, V)
+
+
+def _batch_masks(draw):
+    """Two batches whose mask broadcasts, as notebook 04 and a model pass it: a padding mask (B, 1, n_k) shared by
+    every query of a sentence, and one causal_mask(n) shared by every sentence. A mask applied only when it is 2-D
+    ignores the first; boolean indexing, s[~mask] = -inf, does not broadcast and refuses both. The padding batch
+    is a cube, B = n = d_k = 4, so that a transpose written with fixed axes gives numbers there instead of an error
+    (K.T and np.swapaxes(K, 0, 1) then differ); the causal batch has B != n, so indexing refuses it."""
+    is_real = np.arange(4)[None, :] < np.array([4, 2, 3, 1])[:, None]
+    padded = Case("padded batch", "a batch of 4 padded sentences: Q, K and V of shape (4, 4, 4), mask = "
+                  "padding_mask(is_real) of shape (4, 1, 4), one row per sentence shared by its queries (sentence 1 "
+                  "has 2 real tokens)", draw(4, 4, 4), draw(4, 4, 4), draw(4, 4, 4), padding_mask(is_real).copy(),
+                  ("masks", "batches"))
+    causal = Case("causal batch", "a batch of 2 sentences under one causal mask: Q, K and V of shape (2, 5, 3), "
+                  "mask = causal_mask(5) of shape (5, 5), shared by both", draw(2, 5, 3), draw(2, 5, 3),
+                  draw(2, 5, 3), causal_mask(5), ("masks", "batches"))
+    return [padded, causal]
 
 
 def _random_attention(rng):
@@ -112,8 +131,9 @@ ATTENTION = _attention()
 (3, 4); wider keys, d_k = 16; 2 queries and 4 keys; values narrower than keys; scores large enough to overflow an
 exp that does not subtract the maximum; a causal mask; a padding mask; a batch of 2 sentences), one token
 (n = 1), three of seeded random shapes and values (plain, with two batch axes, with a random mask), a
-row with nothing to attend to (a left-padded sentence under a causal and a padding mask), and two queries whose
-scores lie 1000 apart (one maximum for the whole array underflows the lower row): 14 in all."""
+row with nothing to attend to (a left-padded sentence under a causal and a padding mask), two queries whose
+scores lie 1000 apart (one maximum for the whole array underflows the lower row), and two batches whose mask
+broadcasts (a padding mask (4, 1, 4) on a batch of 4, one causal mask (5, 5) shared by a batch of 2): 16 in all."""
 
 
 @dataclass(frozen=True)

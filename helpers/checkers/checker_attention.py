@@ -45,7 +45,8 @@ class _Model:
     """Attention with some of its parts done wrong. The defaults are the right way."""
 
     scale: object = "sqrt_d_k"   # "none", "d_k", "times_sqrt", "n_keys" (sqrt of the number of keys),
-                                 # "d_v" (sqrt of the values' width), a float: a constant scale, or a
+                                 # "d_v" (sqrt of the values' width), "after_softmax" (the weights divided
+                                 # by sqrt(d_k), the scores not), a float: a constant scale, or a
                                  # fitted.SizeRule: divided by that rule on the case's sizes (:func:`sizes`)
     orient: str = "QK"           # "KQ": scores = K Q^T
     axis: str = "rows"           # "columns" (axis -2) or "first" (axis 0): softmax down the columns;
@@ -53,10 +54,13 @@ class _Model:
                                  # "sum_columns" (each row's maximum subtracted, the sum taken down the
                                  # columns); "all": divided by the sum of everything; an int: any other
                                  # fixed axis (the axis family, :data:`FAMILIES`)
-    mask: str = "where"          # "ignored", "added", "after_softmax", "multiplied", "flipped"
+    mask: str = "where"          # "ignored", "added", "after_softmax", "multiplied", "flipped"; "ignored_unless_2d"
+                                 # (applied only when it is 2-D: a mask that broadcasts over a batch is ignored);
+                                 # "indexed" (scores[~mask] = -inf: boolean indexing, which does not broadcast)
     naive: object = False        # True: softmax without subtracting the maximum; "global": one maximum of
                                  # the whole array subtracted (a row far below it underflows: 0 / 0)
     dot_T: bool = False          # True: .T instead of swapping the last two axes
+    transpose: object = None     # a fitted.AxesPermutation: K transposed with fixed axes (the transpose families)
 
     def faults(self):
         right = _Model()
@@ -72,7 +76,8 @@ class _Model:
     def predict(self, case):
         """What this model gives on the case: a list of (output, rows that count), one per way of filling
         hidden scores (-inf, or -1e9 as many learners do), or None where numpy refuses the computation."""
-        fills = (-np.inf, -1e9) if case.mask is not None and self.mask in ("where", "flipped") else (-np.inf,)
+        fills = ((-np.inf, -1e9) if case.mask is not None and self.mask in ("where", "flipped", "indexed",
+                                                                            "ignored_unless_2d") else (-np.inf,))
         # a softmax down the columns meets a column the mask hides everywhere: NaN, or zeros when guarded
         guards = (False, True) if case.mask is not None and self.axis != "rows" else (False,)
         # the number of keys read as len(K) (the batch size, on a batch) or as K.shape[-2]
@@ -83,21 +88,28 @@ class _Model:
     def _predict(self, case, fill, guard=False, n_axis=-2):
         Q, K, V, mask = case.Q, case.K, case.V, case.mask
         T = (lambda a: a.T) if self.dot_T else (lambda a: np.swapaxes(a, -1, -2))
+        T_K = T if self.transpose is None else self.transpose.apply
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                S = Q @ T(K) if self.orient == "QK" else K @ T(Q)
+                S = Q @ T_K(K) if self.orient == "QK" else K @ T(Q)
                 d_k = Q.shape[-1]
                 if isinstance(self.scale, fitted.SizeRule):
                     S = S / self.scale.value(sizes(case))
                 else:
                     S = S * {"sqrt_d_k": 1 / np.sqrt(d_k), "none": 1.0, "d_k": 1 / d_k,
                              "times_sqrt": np.sqrt(d_k), "n_keys": 1 / np.sqrt(K.shape[n_axis]),
-                             "d_v": 1 / np.sqrt(V.shape[-1])}.get(self.scale, self.scale)
+                             "d_v": 1 / np.sqrt(V.shape[-1]), "after_softmax": 1.0}.get(self.scale, self.scale)
                 keep, care = None, np.ones(S.shape[:-1], dtype=bool)
-                if mask is not None and self.mask != "ignored":
+                if mask is not None and self.mask == "indexed":      # numpy's boolean indexing, as code writes it
+                    S = S.copy()
+                    S[~mask] = fill
+                    keep = np.broadcast_to(mask, S.shape)
+                    care = keep.any(axis=-1)
+                elif mask is not None and not (self.mask == "ignored" or self.mask == "ignored_unless_2d" and
+                                               np.ndim(mask) != 2):
                     keep = np.broadcast_to(~mask if self.mask == "flipped" else mask, S.shape)
-                    if self.mask in ("where", "flipped"):
+                    if self.mask in ("where", "flipped", "ignored_unless_2d"):
                         S = np.where(keep, S, fill)
                         care = keep.any(axis=-1)    # a row with nothing to attend to: any answer will do
                     elif self.mask == "added":
@@ -116,6 +128,8 @@ class _Model:
                 W = E / (np.where(total == 0, 1.0, total) if guard else total)
                 if keep is not None and self.mask == "after_softmax":
                     W = W * keep
+                if self.scale == "after_softmax":
+                    W = W / np.sqrt(d_k)
                 out = W @ V
         except Exception:
             return None
@@ -148,6 +162,9 @@ _FAULT_KEY = {
     ("dot_T", True): "batch_transpose",
     ("scale", "n_keys"): "scale_by_n_keys",
     ("scale", "d_v"): "scale_by_d_v",
+    ("mask", "ignored_unless_2d"): "mask_ignored",
+    ("mask", "indexed"): "mask_indexed",
+    ("scale", "after_softmax"): "scale_after_softmax",
 }
 
 FAULTS = {
@@ -194,6 +211,21 @@ FAULTS = {
     "scale_by_shape": "You divide the scores by {rule}, where {meaning} (on {case}); the formula divides by "
                       "sqrt(d_k) = sqrt({d_k}), d_k the keys' width. Divide by np.sqrt(K.shape[-1]): only the keys' "
                       "width keeps the scores' spread the same whatever the other sizes are.",
+    "mask_indexed": "Your function indexes with the mask, scores[~mask] = -np.inf, or into it, mask[i, j], and "
+                    "indexing does not broadcast: it needs a mask of the scores' very shape, so a mask that is shared, "
+                    "padding_mask's (B, 1, n_k) or one causal_mask(n) for a whole batch, raises IndexError. Broadcast "
+                    "it first, mask = np.broadcast_to(mask, scores.shape), or use np.where(mask, scores, -np.inf), "
+                    "which broadcasts.",
+    "scale_after_softmax": "You divide by sqrt(d_k) after the softmax: the scores go into it unscaled, and each "
+                           "row of weights sums to 1/sqrt(d_k) instead of 1. Scale the scores before the softmax: "
+                           "softmax(Q @ K^T / np.sqrt(d_k)).",
+    "axes_permuted": "You transpose K with fixed axes, {code}: on {case}, K has {ndim} axes and {what}. Fixed axes do "
+                     "one thing to a batch and another to one sentence. Swap the last two axes, counted from the end: "
+                     "np.swapaxes(K, -1, -2).",
+    "returned_weights": "{name} returns the attention weights, not the output. The output is the weighted mix of the "
+                        "values: return weights @ V (or both: return weights @ V, weights).",
+    "weights_wrong": "{name} gives the right output, but the weights it returns beside it are not the attention "
+                     "weights, on {case}. Return the weights the output was made from: return weights @ V, weights.",
 }
 """Every mistake :func:`diagnose` can name, with what it tells the learner."""
 
@@ -202,10 +234,29 @@ FAULTS["max_over_everything"] = (
     "underflows, exp(0 - 1001) is 0, and 0 / 0 is NaN. Subtract each row's maximum before np.exp: "
     "e = np.exp(s - s.max(axis=-1, keepdims=True)).")   # the softmax and tiling checkers' key (issue 32, section 3)
 
+MASK_2D_ONLY = (
+    "Your function applies the mask only when it is 2-D, as one sentence's (n_q, n_k): a mask that broadcasts, such "
+    "as padding_mask's (B, 1, n_k), shared by the queries of a sentence, is ignored, so the pads still get weight. "
+    "Apply every mask the same way, np.where(mask, scores, -np.inf): it broadcasts any mask that lines up with the "
+    "scores' last axes.")
+"""mask_ignored's words for a mask applied only when it is 2-D (``if mask is not None and mask.ndim == 2``)."""
+
+BATCH_TRANSPOSE_FIXED = (
+    "Your function works on one sentence but not on a batch: you transpose K with fixed axes, {code}, which swaps "
+    "the two axes of one sentence's K, but on {case}, K has {ndim} axes and {what}. Swap the last two axes, counted "
+    "from the end: np.swapaxes(K, -1, -2).")
+"""batch_transpose's words for a transpose written with fixed axes (np.swapaxes(K, 0, 1), K.transpose(1, 0)), which
+is right for one sentence as .T is: the same fault, without the .T the function does not have."""
+
+KEY_AXES = ("the keys' axis", "the features (d_k)")
+"""The names of the last two axes of K, for what a fixed-axes transpose does to it."""
+
 SIZE_MEANINGS = {"d_k": "d_k = K.shape[-1] is the keys' width", "n_q": "n_q = Q.shape[-2] is the number of queries",
                  "n_k": "n_k = K.shape[-2] is the number of keys", "d_v": "d_v = V.shape[-1] is the values' width",
                  "len(Q)": "len(Q) = Q.shape[0] is the number of queries for one sentence, the batch size for a batch",
-                 "len(K)": "len(K) = K.shape[0] is the number of keys for one sentence, the batch size for a batch"}
+                 "len(K)": "len(K) = K.shape[0] is the number of keys for one sentence, the batch size for a batch",
+                 "Q.shape[1]": "Q.shape[1] (or len(Q[0])) is d_k for one sentence, the number of queries for a batch",
+                 "K.shape[1]": "K.shape[1] (or len(K[0])) is d_k for one sentence, the number of keys for a batch"}
 """What each size a scale may follow is, in the verdict's words."""
 
 
@@ -213,7 +264,7 @@ def sizes(case):
     """The sizes of an attention input a scale may be read from: name -> int (d_k first: the right one)."""
     Q, K, V = case.Q, case.K, case.V
     return {"d_k": Q.shape[-1], "n_q": Q.shape[-2], "n_k": K.shape[-2], "d_v": V.shape[-1], "len(Q)": Q.shape[0],
-            "len(K)": K.shape[0]}
+            "len(K)": K.shape[0], "Q.shape[1]": Q.shape[1], "K.shape[1]": K.shape[1]}
 
 
 def axis_words(axis, ndim, heads=False):
@@ -292,6 +343,52 @@ def _axes(runs):
     return [a for a in fitted.axis_candidates(ndim, but_last=True) if a not in (-2, 0, 1)]
 
 
+def _transposes(runs):
+    """Every fixed-axes transpose of K over the numbers of axes the battery's K have (fitted.fixed_permutations):
+    no output shows the transposed K, so each is tried on every input."""
+    ndims = sorted({run.case.K.ndim for run in runs})
+    return fitted.fixed_permutations(ndims, orders_of=[n for n in ndims if n >= 3])
+
+
+def _same_on(perm, ndim, reference):
+    a = np.arange(float(np.prod(range(2, ndim + 2)))).reshape(tuple(range(2, ndim + 2)))
+    try:
+        return bool(np.array_equal(perm.apply(a), reference(a)))
+    except Exception:
+        return False
+
+
+def _like_T(perm):
+    """Does the transpose do to every 2-D K what .T does (np.swapaxes(K, 0, 1), K.transpose(1, 0))?"""
+    return _same_on(perm, 2, lambda a: a.T)
+
+
+def _right_transpose(perm):
+    """The last two axes swapped, whatever the number of axes: np.swapaxes(K, -1, -2)."""
+    return all(_same_on(perm, ndim, lambda a: np.swapaxes(a, -1, -2)) for ndim in (2, 3, 4, 5))
+
+
+def _transpose_words(template, perm, run):
+    """A fixed-axes transpose of K named by what it does on the first input that went wrong."""
+    Q, K = run.case.Q, run.case.K
+    lead = K.ndim - 2
+    names = (["the batch axis"] if lead == 1 else [f"batch axis {k}" for k in range(lead)]) + list(KEY_AXES)
+    what = fitted.what_it_swaps(perm, K.ndim, names)
+    if not what.startswith("numpy refuses"):
+        try:
+            with np.errstate(all="ignore"):
+                np.matmul(Q, perm.apply(K))
+            what += ", so Q @ it is not Q K^T"
+        except Exception:
+            what += ", and numpy refuses Q @ it"
+    code = f"np.swapaxes(K, {perm.axes[0]}, {perm.axes[1]})" if perm.swap else f"K.transpose{tuple(perm.axes)}"
+    if perm.swap and min(perm.axes) >= 0:                 # the same swap written as an order of as many axes
+        order = list(range(max(perm.axes) + 1))
+        order[perm.axes[0]], order[perm.axes[1]] = order[perm.axes[1]], order[perm.axes[0]]
+        code += f" (or K.transpose{tuple(order)}, the same on {len(order)} axes)"
+    return template.format(code=code, case=run.case.words, ndim=K.ndim, what=what)
+
+
 FAMILIES = (
     fitted.Family("scale_by_shape", "scale", fit=_fit_rules, model=lambda case, rule: _Model(scale=rule).predict(case),
                   words=lambda rule, run: scale_words(rule, sizes(run.case), SIZE_MEANINGS, run.case.words,
@@ -299,10 +396,18 @@ FAMILIES = (
                   right=lambda rule: rule.name == "d_k" and rule.power == 0.5 and rule.factor == 1.0),
     fitted.Family("wrong_axis", "axis", fit=_axes, model=lambda case, axis: _Model(axis=axis).predict(case),
                   words=lambda axis, run: _axis_text(axis, run)),
+    fitted.Family("batch_transpose", "transpose", fit=lambda runs: [p for p in _transposes(runs) if _like_T(p)],
+                  model=lambda case, perm: _Model(transpose=perm).predict(case),
+                  words=lambda perm, run: _transpose_words(BATCH_TRANSPOSE_FIXED, perm, run), right=_right_transpose),
+    fitted.Family("axes_permuted", "transpose", fit=lambda runs: [p for p in _transposes(runs) if not _like_T(p)],
+                  model=lambda case, perm: _Model(transpose=perm).predict(case),
+                  words=lambda perm, run: _transpose_words(FAULTS["axes_permuted"], perm, run), right=_right_transpose),
 )
 """The faults with a parameter (fitted.Family), tried when no model of one or two fixed faults explains the
-output: a scale that follows another size of the inputs (sqrt(n_q), sqrt(2 d_k), ...), and a softmax along any
-other fixed axis of the scores."""
+output: a scale that follows another size of the inputs (sqrt(n_q), sqrt(2 d_k), ...), a softmax along any
+other fixed axis of the scores, and K transposed with fixed axes (torch's K.transpose(1, 2) kept as it stands,
+np.swapaxes(K, 1, 2), K.transpose(0, 2, 1)): batch_transpose when it does to one sentence's K what .T does
+(np.swapaxes(K, 0, 1)), axes_permuted otherwise, as in the head split and merge."""
 
 
 def _axis_text(axis, run, heads=False, ndim=None):
@@ -313,14 +418,29 @@ def _axis_text(axis, run, heads=False, ndim=None):
              f"the scores of {run.case.words} have {ndim} axes, so numpy refuses it; where they have it, it is not "
              "the keys' axis")
     return (f"Your softmax runs along axis={axis}: {where}. The weights must sum to 1 along each query's row of "
-            "keys (a fixed axis=1 is the keys' axis for one sentence, and another once heads or a batch come first, "
-            "as in a model). Take it along the last axis: axis=-1, with keepdims=True when you divide.")
+            f"keys {_axis_note(axis)}. Take it along the last axis: axis=-1, with keepdims=True when you divide.")
+
+
+def _axis_note(axis):
+    """What a fixed axis is on scores of other numbers of axes, in brackets: counted from the front it moves once a
+    batch or heads come first; counted from the end it is the same axis of every input."""
+    if axis >= 0:
+        one = axis_words(axis, 2)
+        return (f"(a fixed axis={axis} counts from the front: it is {one} for one sentence, and another once heads or "
+                "a batch come first, as in a model)" if one else
+                f"(a fixed axis={axis} counts from the front: one sentence's scores have no such axis, and a batch's "
+                "or the heads' have it before the queries)")
+    if axis == -2:
+        return "(axis=-2 is the queries' axis of every input: each key's weights sum to 1 instead of each query's)"
+    return (f"(axis={axis} counts from the end: a batch's or the heads' axis, before the queries and the keys, and "
+            "one sentence's scores have no such axis)")
 
 
 _SINGLE = [("scale", "none"), ("scale", "d_k"), ("scale", "times_sqrt"), ("mask", "added"), ("axis", "columns"),
            ("axis", "first"), ("axis", "all"), ("mask", "after_softmax"), ("mask", "multiplied"), ("mask", "flipped"),
            ("mask", "ignored"), ("naive", True), ("orient", "KQ"), ("dot_T", True), ("scale", "n_keys"),
-           ("scale", "d_v"), ("axis", "second"), ("axis", "sum_columns"), ("naive", "global")]
+           ("scale", "d_v"), ("axis", "second"), ("axis", "sum_columns"), ("naive", "global"),
+           ("mask", "ignored_unless_2d"), ("mask", "indexed"), ("scale", "after_softmax")]
 
 
 def _candidates(constants, masks, batches):
@@ -351,6 +471,8 @@ def _explain(runs, masks, batches):
             right = RIGHT.predict(run.case)
             if not _agrees(run, predictions[key], None if right is None else right[0][0].shape):
                 break
+            if model.mask == "indexed" and predictions[key] is None and not isinstance(run.error, IndexError):
+                break                      # numpy's indexing refuses with IndexError; another refusal is not it
         else:
             return model
     return None
@@ -407,6 +529,8 @@ def _fault_text(key, model, first):
         text = text.format(c=_fmt(c), c2=_fmt(c * c))
     elif key == "wrong_axis" and model.axis in ("columns", "first", "second"):
         text = _axis_text({"columns": -2, "first": 0, "second": 1}[model.axis], first)
+    elif key == "mask_ignored" and model.mask == "ignored_unless_2d":
+        text = MASK_2D_ONLY
     return text
 
 
@@ -419,7 +543,8 @@ def _verdict(fn, runs, masks, batches):
     changes, mutated = mutation_words(runs, "Q K V mask".split())
     also = f" Also, {changes}" if mutated else ""
     longer = next((len(run.value) for run in runs if _longer_tuple(run.value)), None)
-    extra = "" if longer is None else "\n" + LONGER_TUPLE.format(n=_fmt(longer) if longer > 9 else NUMBERS[longer])
+    extra = "" if longer is None else "\n" + LONGER_TUPLE.format(
+        n=_fmt(longer) if longer > 9 else NUMBERS[longer], piece="attention")
     right = [_agrees(run, RIGHT.predict(run.case), None) for run in runs]
     if all(right):
         if mutated:
@@ -433,9 +558,8 @@ def _verdict(fn, runs, masks, batches):
         wrong_weights = next((run for run in runs if run.weights is not None and not _same_weights(run)), None)
         if wrong_weights is not None:
             return Diagnosis(False, "weights_wrong",
-                             f"{name} gives the right output, but the weights it returns beside it are not the "
-                             f"attention weights, on {wrong_weights.case.words}. Return the weights the output "
-                             "was made from: return weights @ V, weights.", wrong_weights.case.name)
+                             FAULTS["weights_wrong"].format(name=name, case=wrong_weights.case.words),
+                             wrong_weights.case.name)
         untaught = [] if masks and batches else [w for w, on in (("masks", masks), ("batches", batches)) if not on]
         text = (f"Correct! {name} gives the right output on all {len(runs)} inputs "
                 f"({', '.join(run.case.name for run in runs)}).")
@@ -458,16 +582,19 @@ def _verdict(fn, runs, masks, batches):
         keys = model.faults()
         text = "\n".join(_fault_text(key, model, first) for key in keys)
         return Diagnosis(False, "+".join(keys), f"{text}\n{where}{also}{extra}", first.case.name)
-    found = fitted.explain(FAMILIES, runs, lambda run, family, value: _agrees(
-        run, family.model(run.case, value), _expected(run.case)[0].shape))
+    found = fitted.explain_with_faults(
+        FAMILIES, runs, lambda run, family, value, faults: _agrees(
+            run, family.model(run.case, value), _expected(run.case)[0].shape),
+        wrong=[run for run, ok in zip(runs, right) if not ok],
+        accept=lambda family, value, faults: any(family.model(run.case, value) is not None for run in runs))
     if found is not None:
-        family, value = found
+        family, value, _ = found
         return Diagnosis(False, family.key, f"{family.words(value, first)}\n{where}{also}{extra}", first.case.name)
     return Diagnosis(False, _unexplained_key(first), f"{_unexplained_text(first, name)}\n{where}{also}{extra}",
                      first.case.name)
 
 
-LONGER_TUPLE = ("(You return {n} things; the course's attention returns two, (output, weights): diagnose read the "
+LONGER_TUPLE = ("(You return {n} things; the course's {piece} returns two, (output, weights): diagnose read the "
                 "first as the output. Return output, weights.)")
 NUMBERS = "zero one two three four five six seven eight nine".split()
 
@@ -524,6 +651,19 @@ def _returned_weights(run):
         np.allclose(run.out, expected, rtol=RTOL, atol=ATOL))
 
 
+def _output_second(run):
+    """A pair (weights, output): the weights first (read as the output), the output second."""
+    value = run.value
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        return False
+    expected, _ = _expected(run.case)
+    try:
+        second = np.asarray(value[1], dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return second.shape == expected.shape and matches(second, expected, _care(run.case))
+
+
 def _unexplained_key(run):
     if run.error is not None:
         if isinstance(run.error, TypeError) and run.case.mask is not None and "mask" in str(run.error):
@@ -550,8 +690,9 @@ def _unexplained_text(run, name):
                   "yourself.",
         "returned_none": f"{name} returns nothing (None). End it with return output (or return output, weights).",
         "not_numbers": f"{name} returns something that is not an array of numbers.",
-        "returned_weights": f"{name} returns the attention weights, not the output. The output is the weighted mix "
-                            "of the values: return weights @ V (or both: return weights @ V, weights).",
+        "returned_weights": (FAULTS["returned_weights"].format(name=name) if not _output_second(run) else
+                             f"{name} returns both, in the wrong order: (weights, output). Return the output first: "
+                             "return weights @ V, weights."),
         "nan_inf": f"{name} returns NaN or inf. Check for a division by zero, a mask filled with +inf, or exp() "
                    "of a large number.",
         "wrong_shape": f"{name} returns the wrong shape: the output has one row per query and one column per "
@@ -564,7 +705,9 @@ def _unexplained_text(run, name):
 
 def check(fn, time_limit, masks=True, batches=True):
     """Run ``fn`` on the battery (without the masked inputs or the batch if told) and return its Diagnosis."""
-    cases = [c for c in BATTERY if (masks or c.needs != "masks") and (batches or c.needs != "batches")]
+    taught = {"masks": masks, "batches": batches}
+    cases = [c for c in BATTERY if all(taught[need] for need in ((c.needs,) if isinstance(c.needs, str) else
+                                                                 c.needs or ()))]
     mask_place = parameter(fn, MASK_NAMES, 3, default_none=True) or ("keyword", "mask")
     runs = []
     for case in cases:

@@ -11,7 +11,7 @@ learner's function gave):
     merge_heads(x)              the same four keys, for the way back
     multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None)
                                 scale_by_d_model, no_output_projection, reshape_without_transpose,
-                                no_scaling, single_head, mask_ignored, head_axis
+                                no_scaling, single_head, mask_ignored, head_axis, interleaved
 
 ``multi_head_attention`` may return the output or (output, weights); the
 output is checked. Its ``reshape_without_transpose`` is a reshape alone in
@@ -96,8 +96,8 @@ SPLIT_FAULTS = {
         "2 num_heads, ...). Each head owns a contiguous slice: head h gets features h*d_k to (h+1)*d_k - 1, a "
         "reshape to (..., n, num_heads, d_k)."),
     "batch_transpose": (
-        "layout", "Your function works on one sentence but not on a batch: .transpose(1, 0, 2) (or .T) names "
-        "the axes of a 3-D array. Swap only the heads and tokens axes, counted from the end: "
+        "layout", "Your function works on one sentence but not on a batch: .transpose(1, 0, 2) (or "
+        "swapaxes(0, 1)) names the axes of a 3-D array. Swap only the heads and tokens axes, counted from the end: "
         "np.swapaxes(x, -2, -3)."),
 }
 """Every mistake the split_heads checker names: key -> (part, what it tells the learner)."""
@@ -149,6 +149,11 @@ MULTI_HEAD_FAULTS = {
     "head_axis": (
         "mask", "Your heads do not meet their own sentence's mask: the padding of one sentence hides keys in "
         "another's heads."),
+    "interleaved": (
+        "layout", "Your heads take the features dealt out in turn (head 0 gets features 0, num_heads, 2 num_heads, "
+        "...), a reshape to (..., n, d_k, num_heads). Each head owns a contiguous slice: head h gets features h*d_k "
+        "to (h+1)*d_k - 1. Split: reshape to (..., n, num_heads, d_k), then swap axes -2 and -3. Merge: swap them "
+        "back, then reshape."),
 }
 """Every mistake the multi_head_attention checker names: key -> (part, what it tells the learner)."""
 
@@ -182,19 +187,28 @@ def _softmax(S, axis=-1, naive=False):
     return e / (total if naive else np.where(total == 0, 1.0, total))   # a naive softmax: 0 / 0 is NaN
 
 
+def _listed(found):
+    return [] if found is None else found if isinstance(found, list) else [found]
+
+
 def _right_merge(out, X):
     return np.swapaxes(out, -2, -3).reshape(X.shape)
 
 
-def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf, way=None):
+def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf, way=None, mask_2d=True):
     """Multi-head attention in plain numpy, with the named faults; a list when a fault can be written several
     ways (a reshape alone in the split, in the merge, or in both). The families' parameters: scale, the factor of
     the scores (None: 1/sqrt(d_k)); axis, the softmax's; perm, a fitted.AxesPermutation of the split's
     (..., n, num_heads, d_k) reshape with where it is made: (perm, "both"), in the split and undone the same way in
     the merge, (perm, "split") or (perm, "merge") alone; fill: what hidden scores are set to (-inf, or -1e9 as many
     learners write it: the two differ once the softmax runs along another axis than the keys'); way: the way of
-    ``head_axis`` (HEAD_AXIS_WAYS; None: both)."""
+    ``head_axis`` (HEAD_AXIS_WAYS; None: both). ``mask_ignored`` is written two ways: the mask ignored always, or
+    only when it is not 2-D (``if mask.ndim == 2``: padding_mask's (B, 1, 1, n) ignored, a causal (n, n) applied);
+    mask_2d False: the first alone."""
     X, h, mask = args["X"], args["num_heads"], args.get("mask")
+    if "mask_ignored" in faults and np.ndim(mask) == 2 and mask_2d:   # ignored always, or only when not 2-D
+        return [m for f in (faults, faults - {"mask_ignored"})
+                for m in _listed(_multi_head(args, f, scale, axis, perm, fill, way, mask_2d=False))]
     if "single_head" in faults:
         h = 1
     d_k = X.shape[-1] // h
@@ -217,8 +231,8 @@ def _multi_head(args, faults, scale=None, axis=-1, perm=None, fill=-np.inf, way=
         out = heads("perm" if where in ("both", "split") else None)
         merged = perm.undo(out).reshape(X.shape) if where in ("both", "merge") else _right_merge(out, X)
         return merged @ args["W_O"]
-    wrong = "reshape_without_transpose"
-    ways = [(wrong, wrong), (wrong, None), (None, wrong)] if wrong in faults else [(None, None)]   # (split, merge)
+    wrong = next((k for k in ("reshape_without_transpose", "interleaved") if k in faults), None)
+    ways = [(wrong, wrong), (wrong, None), (None, wrong)] if wrong else [(None, None)]   # (split, merge)
     if "head_axis" in faults and mask is not None and mask.ndim > 2:   # a loop over heads, each given the whole mask
         if way is None:
             return [m for w in HEAD_AXIS_WAYS for m in _multi_head(args, faults, scale, axis, perm, fill, way=w)]
@@ -266,17 +280,7 @@ SPLIT_AXES = ("the tokens' axis", "the heads' axis", "each head's features (d_k)
 HEADS_AXES = ("the heads' axis", "the tokens' axis", "each head's features (d_k)")
 
 
-def _what_it_swaps(perm, ndim, names):
-    """'swaps the heads' axis with each head's features (d_k)' style, for an array of ``ndim`` axes."""
-    try:                        # axes of distinct sizes: each size tells where its axis went
-        moved = [k - 2 for k in perm.apply(np.empty(tuple(range(2, ndim + 2)))).shape]
-    except Exception:
-        return f"numpy refuses it: {perm.formula()} names the axes of an array of another number of axes"
-    changed = [k for k in range(ndim) if moved[k] != k]
-    if len(changed) == 2:
-        i, j = changed
-        return f"it swaps {names[i]} with {names[j]}"
-    return "it puts the axes in the order " + ", ".join(names[k] for k in moved)
+_what_it_swaps = fitted.what_it_swaps
 
 
 STACK_FIRST_AXES = ("what it takes for the heads' axis", "what it takes for the batch axis", "the tokens' axis",
@@ -365,12 +369,15 @@ MERGE_PERM = fitted.Family(
 
 def _mha_sizes(a):
     X, h = a["X"], a["num_heads"]
-    return {"d_k": X.shape[-1] // h, "d_model": X.shape[-1], "num_heads": h, "n": X.shape[-2], "len(X)": X.shape[0]}
+    d_k = X.shape[-1] // h
+    return {"d_k": d_k, "d_model": X.shape[-1], "num_heads": h, "n": X.shape[-2], "len(X)": X.shape[0],
+            "sqrt(d_k) * num_heads": float(np.sqrt(d_k)) * h}
 
 
 MHA_MEANINGS = {"d_k": "d_k = d_model / num_heads is each head's width", "d_model": "d_model = X.shape[-1]",
                 "num_heads": "num_heads is the number of heads", "n": "n = X.shape[-2] is the number of tokens",
-                "len(X)": "len(X) = X.shape[0] is the number of tokens for one sentence, the batch size for a batch"}
+                "len(X)": "len(X) = X.shape[0] is the number of tokens for one sentence, the batch size for a batch",
+                "sqrt(d_k) * num_heads": "sqrt(d_k) * num_heads is each head's sqrt(d_k) times the number of heads"}
 
 
 def _mha_fit_scale(run):
@@ -464,14 +471,11 @@ MHA_AXIS = fitted.Family(
 
 def _mha_perms(runs):
     """Every fixed-axes transpose a split of (..., n, num_heads, d_k) may be written with: each swap, spelled
-    positive, from the end or mixed, for 3 and 4 axes, then every order of 4 axes."""
-    import itertools
-    found = []
-    for ndim in (4, 3):
-        for i, j in itertools.combinations(range(ndim), 2):
-            found += [p for p in fitted.swap_spellings(i, j, ndim) if p not in found]
-    found += [fitted.AxesPermutation(order) for order in itertools.permutations(range(4)) if order != (0, 1, 2, 3)]
-    return [(perm, where) for perm in found for where in ("both", "split", "merge")]
+    positive, from the end or mixed, for 4 and 3 axes, then every order of 4 axes; each in the split alone, in the
+    merge alone, then in both (the narrowest claim the outputs bear out: a split that numpy refuses on one sentence
+    never reaches the merge, and on a batch the same fixed axes in the merge are right)."""
+    found = fitted.fixed_permutations((4, 3), orders_of=(4,))
+    return [(perm, where) for perm in found for where in ("split", "merge", "both")]
 
 
 MHA_PERM = fitted.Family(
@@ -483,8 +487,10 @@ MHA_PERM = fitted.Family(
         {"both": "in the split (after the reshape to (..., n, num_heads, d_k)) and in the merge",
          "split": "in the split (after the reshape to (..., n, num_heads, d_k))",
          "merge": "in the merge (before the reshape back to (..., n, d_model))"}[value[1]],
-        "Swap only the tokens and heads axes, counted from the end: np.swapaxes(x, -2, -3), in the split and in "
-        "the merge."),
+        "Swap only the tokens and heads axes, counted from the end: np.swapaxes(x, -2, -3), " + {
+            "both": "in the split and in the merge.",
+            "split": "in the split (and write the merge's transpose the same way).",
+            "merge": "in the merge (and write the split's transpose the same way)."}[value[1]]),
     right=lambda value: _right_swap(value[0]))
 
 
@@ -592,6 +598,44 @@ def _head_axis_way(args, out):
     return HEAD_AXIS_WAYS["loop"]
 
 
+def _mask_ignored_note(args):
+    """mask_ignored's note when the first mask it ignores is not 2-D (the 2-D ones before it were applied)."""
+    mask = args.get("mask")
+    if mask is None or np.ndim(mask) == 2:
+        return None
+    return (f"Here it ignores a mask of shape {tuple(np.shape(mask))}, padding_mask's (B, 1, 1, n), after applying "
+            "the 2-D causal masks before it: a mask applied only when it is 2-D (if mask.ndim == 2) misses it. Apply "
+            "every mask the same way; np.where broadcasts it over the heads and the queries.")
+
+
+def _interleaved_where(args, out):
+    """Where the interleaved heads are: the split, the merge, or both (the first way whose model gives ``out``)."""
+    for split, merge, where in (("interleaved", "interleaved", "in the split and in the merge"),
+                                ("interleaved", None, "in the split"), (None, "interleaved", "in the merge")):
+        X, h = args["X"], args["num_heads"]
+        Q, K, V = (_split(X @ args[W], h, split) for W in ("W_Q", "W_K", "W_V"))
+        S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1] // h)
+        if args.get("mask") is not None:
+            S = np.where(args["mask"], S, -np.inf)
+        if matches(out, _merge(_softmax(S) @ V, merge) @ args["W_O"]):
+            return f"(Here {where}.)"
+    return None
+
+
+def _longer_tuple_note(fn, time_limit):
+    """The note attention's verdict gives a function that returns three things or more, for multi-head attention:
+    one more call, on the first input."""
+    case = MULTI_HEAD[0]
+    run = call(fn, case, [(name, case.args[name]) for name in MULTI.arguments], {}, time_limit,
+               read=lambda value: read_numbers(value, pair=True))
+    value = run.value
+    if not (isinstance(value, tuple) and len(value) > 2 and isinstance(value[0], np.ndarray)):
+        return ""
+    n = len(value)
+    return "\n" + checker_attention.LONGER_TUPLE.format(
+        n=str(n) if n > 9 else checker_attention.NUMBERS[n], piece="multi_head_attention")
+
+
 class _MultiHead(checker_numeric.Piece):
     """multi_head_attention's piece: its verdict also asks whether a fault belongs to the attention it calls (a
     mask it ignores or takes none of; any fault of its own)."""
@@ -599,9 +643,12 @@ class _MultiHead(checker_numeric.Piece):
     def check(self, fn, time_limit):
         verdict = checker_numeric.check(self, fn, time_limit)
         blamed = _blame_the_attention(fn, verdict, time_limit)
-        if blamed is not verdict:
+        if blamed is verdict:
+            blamed = _blame_the_inner_attention(fn, verdict, time_limit)
+        if blamed.mistake in ("not_attempted", "too_slow", "interrupted", "exit", "raised"):
             return blamed
-        return _blame_the_inner_attention(fn, verdict, time_limit)
+        note = _longer_tuple_note(fn, time_limit)
+        return dataclasses.replace(blamed, text=blamed.text + note) if note else blamed
 
 
 MULTI = _MultiHead(
@@ -611,6 +658,8 @@ MULTI = _MultiHead(
     model=_multi_head, faults=MULTI_HEAD_FAULTS, shape="(..., n, d_model)", returns="the output",
     hint="Compare it with helpers.attention.multi_head_attention step by step: Q = X @ W_Q, split into heads, "
          "scores / sqrt(d_k), mask, softmax, weights @ V, merge, @ W_O.",
-    optional={"mask": (MASK_NAMES, 6)}, pair=True, notes={"head_axis": _head_axis_way},
+    optional={"mask": (MASK_NAMES, 6)}, pair=True,
+    notes={"head_axis": _head_axis_way, "mask_ignored": lambda a, out: _mask_ignored_note(a),
+           "interleaved": _interleaved_where},
     families=(MHA_CONSTANT, MHA_SHAPE, MHA_AXIS, MHA_PERM))
 

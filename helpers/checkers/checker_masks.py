@@ -59,8 +59,9 @@ PADDING_FAULTS = {
                      "key_padding_mask). In this course True means 'may attend': is_real[:, None, :].",
                      lambda r: ~r[:, None, :]),
     "head_axis": ("Your mask has a head axis too, shape (B, 1, 1, n_k): the shape for multi-head scores "
-                  "(B, num_heads, n_q, n_k), padding_mask(is_real, num_heads=h). Scores (B, n_q, n_k) have no head "
-                  "axis: np.where would broadcast the two to (B, B, n_q, n_k), every sentence against every "
+                  "(B, num_heads, n_q, n_k). padding_mask(is_real) takes no number of heads: it is for scores "
+                  "(B, n_q, n_k), which have no head axis, and np.where would broadcast the two to (B, B, n_q, n_k), "
+                  "every sentence against every "
                   "sentence's padding. For them it must have shape (B, 1, n_k): is_real[:, None, :].",
                   lambda r: r[:, None, None, :]),
     "square_mask": ("Your mask hides the right keys but copies the row for every query, shape (B, n_k, n_k). "

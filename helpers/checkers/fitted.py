@@ -368,3 +368,38 @@ def _fit_orders(source, target, after, match, make, skip_identity, ndim=None):
                       for p in swap_spellings(moved[0], moved[1], ndim)]
         others.append(perm)
     return swaps + others
+
+
+def fixed_permutations(ndims, orders_of=()):
+    """Every fixed-axes transpose code may write for arrays of the numbers of axes in ``ndims``, simplest first: each
+    swap of two axes in each of its spellings (:func:`swap_spellings`), for each number of axes in turn, then each
+    other order of ``orders_of`` axes (numbers of axes) as ``transpose(...)``; no identity, no repeat. For a family
+    whose transpose happens inside the computation, where no output shows the transposed array to fit it to
+    (the keys of attention, the heads of multi-head attention): each is tried on every input instead."""
+    found = []
+    for ndim in ndims:
+        for i, j in itertools.combinations(range(ndim), 2):
+            found += [p for p in swap_spellings(i, j, ndim) if p not in found]
+    for ndim in orders_of:
+        found += [p for p in (AxesPermutation(order) for order in itertools.permutations(range(ndim))
+                              if list(order) != list(range(ndim))) if p not in found]
+    return found
+
+
+def what_it_swaps(perm, ndim, names):
+    """'it swaps the heads' axis with each head's features (d_k)' style: what ``perm`` does to an array of ``ndim``
+    axes named ``names`` (one name per axis); or that numpy refuses it there."""
+    try:                        # axes of distinct sizes: each size tells where its axis went
+        moved = [k - 2 for k in perm.apply(np.empty(tuple(range(2, ndim + 2)))).shape]
+    except Exception:
+        return f"numpy refuses it: {perm.formula()} names the axes of an array of another number of axes"
+    changed = [k for k in range(ndim) if moved[k] != k]
+    if not changed:
+        return "it leaves every axis where it is"
+    if len(changed) == 2:
+        i, j = changed
+        return f"it swaps {names[i]} with {names[j]}"
+    return "it puts the axes in the order " + ", ".join(names[k] for k in moved)
+
+
+__all__ += ["fixed_permutations", "what_it_swaps"]
