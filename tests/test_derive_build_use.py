@@ -1,12 +1,13 @@
-"""Notebook 01 runs on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01 and 04 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
-Notebook 01 runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
-with the worked softmax and attention (helpers.checkers.solutions.WORKED), then with a softmax that
-skips the maximum (no_max_subtraction) beside the worked attention. Each cell that runs a piece comes
-after that piece's Build it and prints one line saying whose ran: "your softmax" once it is right, the
-course's naming the mistake otherwise. Either way every cell (but the build cells, whose verdict is the
-point) prints what is stored, once the whose-lines are folded as nbval folds them
-(nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
+Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
+with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
+beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
+hides the diagonal, diagonal_masked). Each cell that runs a piece comes after that piece's Build it (in
+this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
+softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
+build cells, whose verdict is the point) prints what is stored, once the whose-lines are folded as nbval
+folds them (nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbval.plugin import get_sanitize_patterns
 
 from helpers.checkers.solutions import WORKED, workbook_source
+from helpers.course import BUILT_IN
 from helpers.explorers.static import STATIC_FORMS_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "notebooks" / "01_river_bank.ipynb"
 FOLDS = get_sanitize_patterns((ROOT / "nbval_sanitize.cfg").read_text())
 BUILD = re.compile(r"diagnose\(\s*workbook\.(\w+)")
 USE = re.compile(r"""piece\(\s*["'](\w+)["']""")
@@ -41,19 +42,44 @@ def softmax(x, axis=-1):
     e = np.exp(x)                                   # no maximum subtracted: overflows at [1000, 1001]
     return e / e.sum(axis=axis, keepdims=True)
 '''
+NO_DIAGONAL = '''
+
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)   # the diagonal hidden: no token reads itself
+'''
+
+
+class Case:
+    """A notebook, the pieces its Build it sections build, those it runs (built here or earlier), and one wrong piece."""
+
+    def __init__(self, name, built, used, wrong, wrong_source, wrong_line):
+        self.path = ROOT / "notebooks" / name
+        self.built, self.used, self.wrong, self.wrong_source, self.wrong_line = built, used, wrong, wrong_source, wrong_line
+
+    def __repr__(self):
+        return self.path.stem
+
+
+CASES = [
+    Case("01_river_bank.ipynb", {"softmax", "attention"}, {"softmax", "attention"}, "softmax", NO_MAX,
+         ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
+    Case("04_masking.ipynb", {"causal_mask", "attention", "padding_mask"},
+         {"softmax", "causal_mask", "attention", "padding_mask"}, "causal_mask", NO_DIAGONAL,
+         ("the course's causal_mask (yours: diagonal_masked", "; see Build it in notebook 04)")),
+]
 
 
 def worked(*pieces):
     return "".join("\n\n" + inspect.getsource(WORKED[p]) for p in pieces)
 
 
-def run(tmp_path, workbook):
-    """Notebook 01 as a fresh kernel prints it beside ``workbook`` (the text of a workbook.py)."""
+def run(tmp_path, notebook, workbook):
+    """``notebook`` as a fresh kernel prints it beside ``workbook`` (the text of a workbook.py)."""
     folder = tmp_path / "notebooks"
     folder.mkdir()
-    shutil.copy(NOTEBOOK, folder / NOTEBOOK.name)
+    shutil.copy(notebook, folder / notebook.name)
     (folder / "workbook.py").write_text(workbook_source() + workbook)
-    nb = nbformat.read(folder / NOTEBOOK.name, as_version=4)
+    nb = nbformat.read(folder / notebook.name, as_version=4)
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(folder)}}).execute(env=KERNEL_ENV)
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})   # as tools/execute_notebooks.py stores it
@@ -71,19 +97,24 @@ def fold(s):
     return s
 
 
-@pytest.fixture(scope="module")
-def stored():
-    return nbformat.read(NOTEBOOK, as_version=4)
+@pytest.fixture(scope="module", params=CASES, ids=repr)
+def case(request):
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def right(tmp_path_factory):
-    return run(tmp_path_factory.mktemp("right"), worked("softmax", "attention"))
+def stored(case):
+    return nbformat.read(case.path, as_version=4)
 
 
 @pytest.fixture(scope="module")
-def wrong_softmax(tmp_path_factory):
-    return run(tmp_path_factory.mktemp("wrong"), worked("attention") + NO_MAX)
+def right(case, tmp_path_factory):
+    return run(tmp_path_factory.mktemp("right"), case.path, worked(*sorted(case.used)))
+
+
+@pytest.fixture(scope="module")
+def one_wrong(case, tmp_path_factory):
+    return run(tmp_path_factory.mktemp("wrong"), case.path, worked(*sorted(case.used - {case.wrong})) + case.wrong_source)
 
 
 def code_cells(nb):
@@ -91,38 +122,48 @@ def code_cells(nb):
 
 
 def uses(nb):
-    """(index, piece, cell) of each code cell that asks piece(...) for a piece."""
-    return [(i, name, c) for i, c in enumerate(code_cells(nb)) for name in USE.findall(c.source)[:1]]
+    """(index, the pieces it asks for in order, cell) of each code cell that asks piece(...) for a piece."""
+    return [(i, USE.findall(c.source), c) for i, c in enumerate(code_cells(nb)) if USE.search(c.source)]
 
 
-def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(stored):
+def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(case, stored):
     built = {name: i for i, c in enumerate(code_cells(stored)) for name in BUILD.findall(c.source)}
-    assert set(built) == {"softmax", "attention"}
+    assert set(built) == case.built
     found = uses(stored)
-    assert {name for _, name, _ in found} == {"softmax", "attention"}
-    for i, name, _ in found:
-        assert i > built[name], f"code cell {i} uses {name} before its Build it (code cell {built[name]})"
-    # the stored outputs are the stubs': each of those cells says so in its first line
-    for _, name, cell in found:
-        assert text(cell).startswith(f"the course's {name} (yours: not attempted yet)\n"), text(cell)
+    assert {name for _, names, _ in found for name in names} == case.used
+    number = case.path.name[:2]
+    for i, names, _ in found:
+        for name in names:
+            if name in built:
+                assert i > built[name], f"code cell {i} uses {name} before its Build it (code cell {built[name]})"
+            else:                                      # built in an earlier notebook
+                assert re.search(r"notebook (\d\d)", BUILT_IN[name]).group(1) < number, name
+    # the stored outputs are the stubs': each of those cells says so in its first lines, one a piece
+    for _, names, cell in found:
+        assert text(cell).splitlines()[:len(names)] == [f"the course's {n} (yours: not attempted yet)" for n in names], \
+            text(cell)
 
 
 def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbers(stored, right):
-    for i, name, cell in uses(right):
-        assert text(cell).startswith(f"your {name}\n"), (i, text(cell))
+    for i, names, cell in uses(right):
+        assert text(cell).splitlines()[:len(names)] == [f"your {n}" for n in names], (i, text(cell))
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
     assert verdicts and all(v.startswith("Correct!") for v in verdicts), verdicts
 
 
-def test_a_wrong_softmax_gives_way_to_the_course_and_is_named(stored, wrong_softmax):
-    lines = {name: [] for name in ("softmax", "attention")}
-    for _, name, cell in uses(wrong_softmax):
-        lines[name].append(text(cell).splitlines()[0])
-    assert lines["softmax"] and all(l.startswith("the course's softmax (yours: no_max_subtraction") and
-                                    l.endswith("; see Build it in notebook 01)") for l in lines["softmax"])
-    assert lines["attention"] and set(lines["attention"]) == {"your attention"}   # the worked attention is right
-    assert_same_numbers(stored, wrong_softmax)
+def test_a_wrong_piece_gives_way_to_the_course_and_is_named(case, stored, one_wrong):
+    lines = {name: [] for name in case.used}
+    for _, _, cell in uses(one_wrong):
+        for line in text(cell).splitlines():
+            name = next((n for n in case.used if fold(line) == f"[{n}: yours or the course's]"), None)
+            if name:
+                lines[name].append(line)
+    start, end = case.wrong_line
+    assert lines[case.wrong] and all(l.startswith(start) and l.endswith(end) for l in lines[case.wrong])
+    for name in case.used - {case.wrong}:                  # the worked others are right
+        assert lines[name] and set(lines[name]) == {f"your {name}"}, (name, lines[name])
+    assert_same_numbers(stored, one_wrong)
 
 
 def assert_same_numbers(stored, fresh):
