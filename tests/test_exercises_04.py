@@ -10,11 +10,11 @@ flooded", another sentence). One of the explorer's states shows 0.566 as a weigh
 """
 
 import itertools
-import re
 
 import nbformat
 import numpy as np
 
+from exercise_cases import numbers_above
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.course import NOTEBOOKS_DIR
 from helpers.examples import load_example
@@ -22,17 +22,6 @@ from helpers.exercises.feedback import EXACT_ATOL
 from helpers.explorers import mask_state
 
 NB04 = NOTEBOOKS_DIR / "04_masking.ipynb"
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
-
-
-def _shown_above(nb, cell_id):
-    """Every number the page prints above the cell ``cell_id``: its prose and every text output."""
-    end = next(k for k, c in enumerate(nb.cells) if c.get("id") == cell_id)
-    texts = []
-    for cell in nb.cells[:end]:
-        texts += [cell.source] if cell.cell_type == "markdown" else [
-            str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
-    return [float(x) for t in texts for x in NUMBER.findall(t)]
 
 
 def test_exercise_1s_prediction_is_printed_nowhere_above_it():
@@ -43,7 +32,7 @@ def test_exercise_1s_prediction_is_printed_nowhere_above_it():
     nb = nbformat.read(NB04, as_version=4)
     solution = next(c for c in nb.cells if c.get("id") == "ex-sums-solution")
     assert np.array2string(kept, precision=3) in solution.outputs[0]["data"]["text/plain"]   # the exercise's own answer
-    above = _shown_above(nb, "ex-sums-try")
+    above = numbers_above(nb, "ex-sums-try")
     summed = kept[1:-1]                                  # the rows that add two or more kept weights
     assert summed.size and not [x for x in above for s in summed if abs(x - s) <= EXACT_ATOL], summed
     assert any(abs(x - W_alone[0, 0]) <= EXACT_ATOL for x in above)   # why row 0 is left out: its input is shown

@@ -99,6 +99,15 @@ def test_the_stubs_give_the_course_functions_not_attempted_yet(tmp_path, capsys)
     out, weights = fn(Q, K, V)
     want = scaled_dot_product_attention(Q, K, V)
     assert np.array_equal(out, want[0]) and np.array_equal(weights, want[1])
+    # notebook 04's: the masks, and attention with masks and batches
+    fn, line = chosen(capsys, "causal_mask", workbook=stubs)
+    assert fn is course_causal_mask and line == "the course's causal_mask (yours: not attempted yet)"
+    fn, line = chosen(capsys, "padding_mask", workbook=stubs)
+    assert fn is course_padding_mask and line == "the course's padding_mask (yours: not attempted yet)"
+    fn, line = chosen(capsys, "attention", masks=True, batches=True, workbook=stubs)
+    assert line == "the course's attention (yours: not attempted yet)"
+    np.testing.assert_array_equal(fn(Q[None], K[None], V[None], mask=MASK)[1][0],
+                                  scaled_dot_product_attention(Q, K, V, MASK)[1])
 
 
 def test_the_repository_workbook_is_the_stubs_and_gives_the_course_functions(capsys):
@@ -189,19 +198,6 @@ def test_a_mask_needs_a_diagnosis_with_masks(capsys):
 
 
 # ------------------------------------------------------------ notebook 04: the masks, and attention with masks and batches
-
-def test_the_stubs_give_the_course_masks_not_attempted_yet(tmp_path, capsys):
-    (tmp_path / "stubs.py").write_text(workbook_source())
-    stubs = module_from(tmp_path / "stubs.py", "stubs_for_masks")
-    fn, line = chosen(capsys, "causal_mask", workbook=stubs)
-    assert fn is course_causal_mask and line == "the course's causal_mask (yours: not attempted yet)"
-    fn, line = chosen(capsys, "padding_mask", workbook=stubs)
-    assert fn is course_padding_mask and line == "the course's padding_mask (yours: not attempted yet)"
-    fn, line = chosen(capsys, "attention", masks=True, batches=True, workbook=stubs)
-    assert line == "the course's attention (yours: not attempted yet)"
-    np.testing.assert_array_equal(fn(Q[None], K[None], V[None], mask=MASK)[1][0],
-                                  scaled_dot_product_attention(Q, K, V, MASK)[1])
-
 
 REAL = np.array([[True, True, True, False], [True, True, False, False]])
 
