@@ -7,6 +7,9 @@ the course's function until then::
     softmax = piece("softmax")       # prints: your softmax
     weights = softmax(scores)        # or: the course's softmax (yours: not attempted yet)
 
+Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
+padding_mask (and attention with masks and batches).
+
 Every call of :func:`piece` prints one short line saying whose version the
 cell runs; nbval_sanitize.cfg folds exactly those
 lines for nbval, since the stored outputs are made with the workbook's stubs.
@@ -35,6 +38,7 @@ from helpers import inputs
 from helpers.attention import scaled_dot_product_attention, softmax as course_softmax
 from helpers.attention import merge_heads as course_merge, multi_head_attention as course_multi_head
 from helpers.attention import split_heads as course_split
+from helpers.attention import causal_mask as course_causal_mask, padding_mask as course_padding_mask
 from helpers.checkers.checker_attention import MASK_NAMES
 from helpers.checkers.checker_softmax import AXIS_NAMES
 from helpers.checkers.diagnose import diagnose
@@ -43,11 +47,13 @@ from helpers.course import BUILT_IN
 
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
-CHOICES = ("softmax", "attention")
-"""The pieces :func:`piece` serves so far: notebook 01's two here, notebook 05's added below (HEADS)."""
+CHOICES = ("softmax", "attention",
+           "causal_mask", "padding_mask")              # notebook 04
+"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's added below (HEADS)."""
 USES = ("auto", "course", "yours")
 """auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
-_OPTIONS = {"softmax": (), "attention": ("masks", "batches")}
+_OPTIONS = {"softmax": (), "attention": ("masks", "batches"),
+            "causal_mask": (), "padding_mask": ()}    # notebook 04
 
 _cache = {}      # (piece, options, fingerprint of the function) -> (Diagnosis, dtype of its output or None)
 _files = {}      # path -> ((size, mtime_ns), sha256 of the text)
@@ -56,8 +62,8 @@ _files = {}      # path -> ((size, mtime_ns), sha256 of the text)
 def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float64=False, quiet=False):
     """The function a cell should run for the piece ``name``: yours once it is right, else the course's.
 
-    name: "softmax", "attention", or notebook 05's "split_heads", "merge_heads",
-        "multi_head_attention" (:data:`CHOICES`).
+    name: "softmax", "attention", notebook 04's "causal_mask", "padding_mask", or notebook
+        05's "split_heads", "merge_heads", "multi_head_attention" (:data:`CHOICES`).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -66,8 +72,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
         ``workbook`` (notebooks/workbook.py, imported with %autoreload 2).
     masks, batches (attention only): the stage of the course. Notebook 01
         checks attention without a mask or a batch (the defaults); a cell that
-        passes a mask asks ``masks=True``, and yours runs only when diagnose
-        says it is right with masks too. The function returned refuses
+        passes a mask asks ``masks=True`` (notebook 04 asks both), and yours
+        runs only when diagnose says it is right with them too. The function returned refuses
         (ValueError) a mask or a batch it was not asked for, whoever wrote it.
     float64: True for a cell whose printed digits need float64 (a comparison
         with a source's number): a right function of yours that computes in
@@ -79,24 +85,31 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     ``softmax(x, axis=-1)`` -> weights the shape of x (your function itself
     when its axis is called axis); ``attention(Q, K, V, mask=None,
     scale=None)`` -> (output (..., n_q, d_v), weights (..., n_q, n_k)), as
-    ``scaled_dot_product_attention``. Yours is adapted: ``scale`` multiplies
-    Q by scale * sqrt(d_k) (your function divides by sqrt(d_k)); when yours
-    returns the output only, the weights are your attention with V the
-    identity (weights @ I = weights); the inputs are checked as the course's
-    are (ValueError naming the argument). ``split_heads(x, num_heads)``,
-    ``merge_heads(x)`` and ``multi_head_attention(X, W_Q, W_K, W_V, W_O,
-    num_heads, mask=None, num_kv_heads=None)`` -> (output, weights (...,
-    num_heads, n, n)) as helpers.attention's; an output-only multi-head
-    function of yours has its weights read back from it (see
-    ``_adapt_multi_head``), and yours takes no grouped-query num_kv_heads.
+    ``scaled_dot_product_attention``; ``causal_mask(n)`` -> (n, n) bool;
+    ``padding_mask(is_real, num_heads=None)`` -> (B, 1, n_k) bool, or
+    (B, 1, 1, n_k) with num_heads, as helpers.attention's. Yours is adapted:
+    ``scale`` multiplies Q by scale * sqrt(d_k) (your function divides by
+    sqrt(d_k)); when yours returns the output only, the weights are your
+    attention with V the identity (weights @ I = weights); your padding_mask
+    takes (B, n_k), so one sentence (n_k,) goes in as a batch of one, and
+    num_heads adds the head axis of length 1 to what yours returns; the inputs
+    are checked as the course's are (ValueError naming the argument).
+    ``split_heads(x, num_heads)``, ``merge_heads(x)`` and
+    ``multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None,
+    num_kv_heads=None)`` -> (output, weights (..., num_heads, n, n)) as
+    helpers.attention's; an output-only multi-head function of yours has its
+    weights read back from it (see ``_adapt_multi_head``), and yours takes no
+    grouped-query num_kv_heads.
 
     Prints one line (unless quiet): "your softmax", "your softmax (in
     float32)", "the course's softmax (yours: not attempted yet)", "the
     course's softmax (yours: no_max_subtraction; see Build it in notebook 01)",
-    "the course's softmax (as asked)", ...
+    "the course's softmax (as asked)", "the course's attention (yours with
+    masks and batches: mask_after_softmax; see Build it in notebook 04)", ...
 
     Raises ValueError for a name not in :data:`CHOICES` (naming it and the
-    choices), a ``use`` not in :data:`USES`, or masks/batches for softmax.
+    choices), a ``use`` not in :data:`USES`, or masks/batches for a piece
+    other than attention.
     """
     if not isinstance(name, str) or name not in CHOICES:
         raise ValueError(f"piece must be one of {', '.join(map(repr, CHOICES))}; got {name!r}")
@@ -188,7 +201,9 @@ def _diagnosis(fn, name, options):
 
 
 def _probe_dtype(fn, name):
-    """The dtype of a right function's output on a small float64 input (float32 shows in the line)."""
+    """The dtype of a right function's output on a small float64 input (float32 shows in the line); None for a mask."""
+    if name in _MASKS:
+        return None
     try:
         if name in HEADS:
             out = _probe_heads(name, fn)
@@ -216,8 +231,10 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
     if verdict.mistake == "not_attempted":
         return f"the course's {name} (yours: not attempted yet)"
     built = re.findall(r"notebook \d\d", BUILT_IN.get(name, ""))   # where it is built, and where masks come
-    if options.get("masks") and _diagnosis(fn, name, {**options, "masks": False})[0].correct:
-        return f"the course's {name} (yours with a mask: {verdict.mistake}; see Build it in {built[-1]})"
+    stage = {(True, False): "with a mask", (False, True): "with a batch", (True, True): "with masks and batches"}.get(
+        (options.get("masks", False), options.get("batches", False)))
+    if stage and _diagnosis(fn, name, {"masks": False, "batches": False})[0].correct:   # right in notebook 01's stage
+        return f"the course's {name} (yours {stage}: {verdict.mistake}; see Build it in {built[-1]})"
     return f"the course's {name} (yours: {verdict.mistake}; see Build it in {built[0]})"
 
 
@@ -226,6 +243,8 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
 # --------------------------------------------------------------------------
 
 def _adapt(name, fn, options):
+    if name in _MASKS:
+        return _MASKS[name][0](fn)
     if name in HEADS:
         return _HEADS_ADAPT[name](fn)
     return _adapt_softmax(fn) if name == "softmax" else _adapt_attention(fn, options)
@@ -266,6 +285,8 @@ def _adapt_attention(fn, options):
 
 
 def _course(name, options):
+    if name in _MASKS:
+        return _MASKS[name][1]
     if name in HEADS:
         return _HEADS_COURSE[name]
     if name == "softmax":
@@ -292,6 +313,33 @@ def _ndim(x):
         return np.ndim(x)
     except Exception:          # not an array at all: the input checks that follow say what is wrong
         return 0
+
+
+# --------------------------------------------------------------------------
+# Notebook 04's masks: causal_mask(n) and padding_mask(is_real, num_heads=None)
+# --------------------------------------------------------------------------
+
+def _adapt_causal_mask(fn):
+    def causal_mask(n):
+        return np.asarray(fn(inputs.positive_whole(n, "n", "a positive whole number of tokens")))
+    return functools.update_wrapper(causal_mask, fn)
+
+
+def _adapt_padding_mask(fn):
+    def padding_mask(is_real, num_heads=None):
+        flags = inputs.checked_flags(is_real)
+        if num_heads is not None:
+            inputs.positive_whole(num_heads, "num_heads", "None or a positive whole number")
+        one = flags.ndim == 1                    # yours takes (B, n_k): one sentence is a batch of one
+        mask = np.asarray(fn(flags[None].copy() if one else flags.copy()))
+        mask = mask[0] if one else mask
+        return mask if num_heads is None else mask[..., None, :, :]    # (B, 1, 1, n_k): a head axis of length 1
+    return functools.update_wrapper(padding_mask, fn)
+
+
+_MASKS = {"causal_mask": (_adapt_causal_mask, course_causal_mask),
+          "padding_mask": (_adapt_padding_mask, course_padding_mask)}
+"""name -> (the adapter of yours, the course's function)."""
 
 
 # --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ types them into the notebooks' cells and runs them in a fresh kernel.
 
 import contextlib
 import io
+import re
 import sys
 
 import nbformat
@@ -604,6 +605,19 @@ CASES = {
 def answer_cell(nb, exercise):
     """The cell where a learner answers ``exercise``: it starts as ``answer = ...`` and checks the answer."""
     return next(c for c in nb.cells if c.cell_type == "code" and f"{exercise}.check(answer)" in c.source)
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def numbers_above(nb, cell_id):
+    """Every number the page shows above the cell ``cell_id``: its prose and every text output (a read-off test's)."""
+    end = next(k for k, c in enumerate(nb.cells) if c.get("id") == cell_id)
+    texts = []
+    for cell in nb.cells[:end]:
+        texts += [cell.source] if cell.cell_type == "markdown" else [
+            str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
+    return [float(x) for t in texts for x in NUMBER.findall(t)]
 
 
 def run_in_process(path, replace=None, printed=None):

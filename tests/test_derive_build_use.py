@@ -1,14 +1,14 @@
-"""Notebooks 01 and 05 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 04 and 05 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
-Each runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first with the
-worked pieces (helpers.checkers.solutions.WORKED), then with one piece wrong beside the worked others:
-in 01 a softmax that skips the maximum (no_max_subtraction), in 05 a split_heads that reshapes without
-the transpose (reshape_without_transpose; the worked multi_head_attention calls it, so it gives way too).
-Each cell that runs a piece comes after that piece's Build it and prints one line per piece saying whose
-ran: "your softmax" once it is right, the course's naming the mistake otherwise. Either way every cell
-(but the build cells, whose verdict is the point, and the cells nbval does not compare) prints what is
-stored, once the whose-lines are folded as nbval folds them (nbval_sanitize.cfg): the learner's right
-pieces give the notebook's numbers to its printed digits.
+Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
+with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
+beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
+hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
+reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too). Each cell that runs a piece comes after that piece's Build it (in
+this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
+softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
+build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
+folds them (nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbval.plugin import get_sanitize_patterns
 
 from helpers.checkers.solutions import WORKED, workbook_source
+from helpers.course import BUILT_IN
 from helpers.explorers.static import STATIC_FORMS_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +43,11 @@ def softmax(x, axis=-1):
     e = np.exp(x)                                   # no maximum subtracted: overflows at [1000, 1001]
     return e / e.sum(axis=axis, keepdims=True)
 '''
+NO_DIAGONAL = '''
+
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)   # the diagonal hidden: no token reads itself
+'''
 RESHAPE_ONLY = '''
 
 def split_heads(x, num_heads):
@@ -49,26 +55,43 @@ def split_heads(x, num_heads):
     return x.reshape(*lead, num_heads, n, d_model // num_heads)   # no swap of the axes: tokens mixed
 '''
 HEADS = ("split_heads", "merge_heads", "multi_head_attention")
-NOTEBOOKS = {      # notebook: (its pieces, the wrong piece, the workbook with it, its key)
-    "01_river_bank.ipynb": (("softmax", "attention"), "softmax", lambda: worked("attention") + NO_MAX,
-                            "no_max_subtraction"),
-    "05_multi_head.ipynb": (("attention",) + HEADS, "split_heads",
-                            lambda: worked("softmax", "attention", "merge_heads", "multi_head_attention") + RESHAPE_ONLY,
-                            "reshape_without_transpose"),
-}
+
+
+class Case:
+    """A notebook, the pieces its Build it sections build, those it runs (built here or earlier), and one wrong piece."""
+
+    def __init__(self, name, built, used, wrong, wrong_source, wrong_line, gives_way=()):
+        self.path = ROOT / "notebooks" / name
+        self.built, self.used, self.wrong, self.wrong_source, self.wrong_line = built, used, wrong, wrong_source, wrong_line
+        self.gives_way = set(gives_way)     # worked pieces that call the wrong one, and so give way too
+
+    def __repr__(self):
+        return self.path.stem
+
+
+CASES = [
+    Case("01_river_bank.ipynb", {"softmax", "attention"}, {"softmax", "attention"}, "softmax", NO_MAX,
+         ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
+    Case("04_masking.ipynb", {"causal_mask", "attention", "padding_mask"},
+         {"softmax", "causal_mask", "attention", "padding_mask"}, "causal_mask", NO_DIAGONAL,
+         ("the course's causal_mask (yours: diagonal_masked", "; see Build it in notebook 04)")),
+    Case("05_multi_head.ipynb", set(HEADS), {"attention", *HEADS}, "split_heads", RESHAPE_ONLY,
+         ("the course's split_heads (yours: reshape_without_transpose", "; see Build it in notebook 05)"),
+         gives_way={"multi_head_attention"}),
+]
 
 
 def worked(*pieces):
     return "".join("\n\n" + inspect.getsource(WORKED[p]) for p in pieces)
 
 
-def run(tmp_path, name, workbook):
-    """Notebook ``name`` as a fresh kernel prints it beside ``workbook`` (the text of a workbook.py)."""
+def run(tmp_path, notebook, workbook):
+    """``notebook`` as a fresh kernel prints it beside ``workbook`` (the text of a workbook.py)."""
     folder = tmp_path / "notebooks"
     folder.mkdir()
-    shutil.copy(ROOT / "notebooks" / name, folder / name)
+    shutil.copy(notebook, folder / notebook.name)
     (folder / "workbook.py").write_text(workbook_source() + workbook)
-    nb = nbformat.read(folder / name, as_version=4)
+    nb = nbformat.read(folder / notebook.name, as_version=4)
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(folder)}}).execute(env=KERNEL_ENV)
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})   # as tools/execute_notebooks.py stores it
@@ -86,24 +109,25 @@ def fold(s):
     return s
 
 
-@pytest.fixture(scope="module", params=sorted(NOTEBOOKS))
-def notebook(request):
+@pytest.fixture(scope="module", params=CASES, ids=repr)
+def case(request):
     return request.param
 
 
 @pytest.fixture(scope="module")
-def stored(notebook):
-    return nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+def stored(case):
+    return nbformat.read(case.path, as_version=4)
 
 
 @pytest.fixture(scope="module")
-def right(notebook, tmp_path_factory):
-    return run(tmp_path_factory.mktemp("right"), notebook, worked(*NOTEBOOKS[notebook][0]))
+def right(case, tmp_path_factory):
+    return run(tmp_path_factory.mktemp("right"), case.path, worked(*sorted(case.used | {"softmax"})))
 
 
 @pytest.fixture(scope="module")
-def wrong(notebook, tmp_path_factory):
-    return run(tmp_path_factory.mktemp("wrong"), notebook, NOTEBOOKS[notebook][2]())
+def one_wrong(case, tmp_path_factory):
+    return run(tmp_path_factory.mktemp("wrong"), case.path,
+               worked(*sorted((case.used | {"softmax"}) - {case.wrong})) + case.wrong_source)
 
 
 def code_cells(nb):
@@ -111,60 +135,58 @@ def code_cells(nb):
 
 
 def uses(nb):
-    """(index, pieces, cell) of each code cell that asks piece(...) for pieces, in the order it asks (a quiet
+    """(index, the pieces it asks for in order, cell) of each code cell that asks piece(...) for a piece (a quiet
     one prints no line, and is left out)."""
     found = [(i, [name for name, rest in USE.findall(c.source) if not re.search(r"quiet\s*=\s*True", rest)], c)
              for i, c in enumerate(code_cells(nb))]
     return [(i, names, c) for i, names, c in found if names]
 
 
-def lines(cell, names):
-    """The whose-lines a cell printed first: one per piece it asked for."""
-    return text(cell).splitlines()[:len(names)]
-
-
-def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(notebook, stored):
-    pieces = NOTEBOOKS[notebook][0]
+def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(case, stored):
     built = {name: i for i, c in enumerate(code_cells(stored)) for name in BUILD.findall(c.source)}
-    asked = {name: i for i, c in enumerate(code_cells(stored)) for name, _ in USE.findall(c.source)}
-    own = set(pieces) - ({"attention"} if notebook != "01_river_bank.ipynb" else set())   # attention: built in 01
-    assert set(built) == own and set(asked) == set(pieces), (built, asked)
-    for i, c in enumerate(code_cells(stored)):
-        for name, _ in USE.findall(c.source):
-            assert name not in built or i > built[name], f"code cell {i} uses {name} before its Build it"
-    # the stored outputs are the stubs': each of those cells says so, one line per piece
-    for _, names, cell in uses(stored):
-        assert lines(cell, names) == [f"the course's {name} (yours: not attempted yet)" for name in names], text(cell)
+    assert set(built) == case.built
+    found = uses(stored)
+    assert {name for _, names, _ in found for name in names} == case.used
+    number = case.path.name[:2]
+    for i, names, _ in found:
+        for name in names:
+            if name in built:
+                assert i > built[name], f"code cell {i} uses {name} before its Build it (code cell {built[name]})"
+            else:                                      # built in an earlier notebook
+                assert re.search(r"notebook (\d\d)", BUILT_IN[name]).group(1) < number, name
+    # the stored outputs are the stubs': each of those cells says so in its first lines, one a piece
+    for _, names, cell in found:
+        assert text(cell).splitlines()[:len(names)] == [f"the course's {n} (yours: not attempted yet)" for n in names], \
+            text(cell)
 
 
-def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbers(notebook, stored, right):
+def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbers(case, stored, right):
     for i, names, cell in uses(right):
-        assert lines(cell, names) == [f"your {name}" for name in names], (i, text(cell))
+        assert text(cell).splitlines()[:len(names)] == [f"your {n}" for n in names], (i, text(cell))
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
     assert verdicts and all(v.startswith("Correct!") for v in verdicts), verdicts
-    if notebook == "05_multi_head.ipynb":      # the explorer runs on the learner's piece and says so
+    if case.path.name == "05_multi_head.ipynb":      # the explorer runs on the learner's piece and says so
         explorer = next(c for c in code_cells(right) if "heads_explorer(" in c.source)
         assert "Computed by your multi_head_attention." in text(explorer)
         assert "Computed by your" not in text(next(c for c in code_cells(stored) if "heads_explorer(" in c.source))
 
 
-def test_a_wrong_piece_gives_way_to_the_course_and_is_named(notebook, stored, wrong):
-    pieces, bad, _, key = NOTEBOOKS[notebook]
-    said = {name: [] for name in pieces}
-    for _, names, cell in uses(wrong):
-        for name, line in zip(names, lines(cell, names)):
-            said[name].append(line)
-    assert said[bad] and all(l.startswith(f"the course's {bad} (yours: {key}") and
-                             l.endswith(f"; see Build it in notebook {notebook[:2]})") for l in said[bad]), said[bad]
-    for name in pieces:
-        if name == bad:
-            continue
-        if name == "multi_head_attention":    # the worked one calls the wrong split_heads: it gives way too
-            assert said[name] and all(l.startswith("the course's multi_head_attention (yours: ") for l in said[name])
+def test_a_wrong_piece_gives_way_to_the_course_and_is_named(case, stored, one_wrong):
+    lines = {name: [] for name in case.used}
+    for _, _, cell in uses(one_wrong):
+        for line in text(cell).splitlines():
+            name = next((n for n in case.used if fold(line) == f"[{n}: yours or the course's]"), None)
+            if name:
+                lines[name].append(line)
+    start, end = case.wrong_line
+    assert lines[case.wrong] and all(l.startswith(start) and l.endswith(end) for l in lines[case.wrong])
+    for name in case.used - {case.wrong}:                  # the worked others are right
+        if name in case.gives_way:
+            assert lines[name] and all(l.startswith(f"the course's {name} (yours: ") for l in lines[name]), lines[name]
         else:
-            assert said[name] and set(said[name]) == {f"your {name}"}, said[name]   # the worked others are right
-    assert_same_numbers(stored, wrong)
+            assert lines[name] and set(lines[name]) == {f"your {name}"}, (name, lines[name])
+    assert_same_numbers(stored, one_wrong)
 
 
 def assert_same_numbers(stored, fresh):

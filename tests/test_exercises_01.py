@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from exercise_cases import PHRASES, SOFTMAX_ROW_CASES
+from exercise_cases import PHRASES, SOFTMAX_ROW_CASES, numbers_above
 from helpers.course import NOTEBOOKS_DIR
 from helpers.examples import Published, SourceAudit, load_example, matches
 from helpers.exercises import HeatmapClaimExercise, KeyDesignExercise, ScoreExercise, SoftmaxRowExercise
@@ -243,19 +243,6 @@ def _split_at_appendix(nb):
 
 # ------------------------------------------------------------ exercise 1: its answer is on no line above it
 
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
-
-
-def _numbers_above(nb, cell_id):
-    """Every number the page shows above the cell ``cell_id``: its prose and every text output."""
-    end = next(k for k, c in enumerate(nb.cells) if c.get("id") == cell_id)
-    texts = []
-    for cell in nb.cells[:end]:
-        texts += [cell.source] if cell.cell_type == "markdown" else [
-            str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs]
-    return [float(x) for t in texts for x in NUMBER.findall(t)]
-
-
 def test_exercise_1s_answer_is_printed_nowhere_above_it():
     # issue 33, section 2: its first pair, flooded against bank (1.2), was in the printed Q K^T of section 4,
     # as is every pair of the sentence; the score of a new word is printed nowhere
@@ -263,7 +250,7 @@ def test_exercise_1s_answer_is_printed_nowhere_above_it():
     nb = nbformat.read(NB01, as_version=4)
     solution = next(c for c in nb.cells if c.get("id") == "ex-score-solution")
     answer = float(re.search(r"= (-?[\d.]+)\s*$", solution.outputs[0]["data"]["text/plain"]).group(1))
-    above = _numbers_above(nb, "ex-score-try")
+    above = numbers_above(nb, "ex-score-try")
     assert not [x for x in above if abs(x - answer) <= EXACT_ATOL], answer
     scores = RB.X @ RB.W_Q @ (RB.X @ RB.W_K).T
     assert all(any(abs(x - s) <= EXACT_ATOL for x in above) for s in scores.ravel())   # why: every pair is there

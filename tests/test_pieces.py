@@ -24,6 +24,7 @@ import pytest
 from nbval.plugin import get_sanitize_patterns
 
 import helpers.pieces as pieces
+from helpers.attention import causal_mask as course_causal_mask, padding_mask as course_padding_mask
 from helpers.attention import scaled_dot_product_attention, softmax as course_softmax
 from helpers.checkers.solutions import WORKED, workbook_source
 from helpers.pieces import CHOICES, USES, piece
@@ -98,6 +99,15 @@ def test_the_stubs_give_the_course_functions_not_attempted_yet(tmp_path, capsys)
     out, weights = fn(Q, K, V)
     want = scaled_dot_product_attention(Q, K, V)
     assert np.array_equal(out, want[0]) and np.array_equal(weights, want[1])
+    # notebook 04's: the masks, and attention with masks and batches
+    fn, line = chosen(capsys, "causal_mask", workbook=stubs)
+    assert fn is course_causal_mask and line == "the course's causal_mask (yours: not attempted yet)"
+    fn, line = chosen(capsys, "padding_mask", workbook=stubs)
+    assert fn is course_padding_mask and line == "the course's padding_mask (yours: not attempted yet)"
+    fn, line = chosen(capsys, "attention", masks=True, batches=True, workbook=stubs)
+    assert line == "the course's attention (yours: not attempted yet)"
+    np.testing.assert_array_equal(fn(Q[None], K[None], V[None], mask=MASK)[1][0],
+                                  scaled_dot_product_attention(Q, K, V, MASK)[1])
 
 
 def test_the_repository_workbook_is_the_stubs_and_gives_the_course_functions(capsys):
@@ -187,6 +197,74 @@ def test_a_mask_needs_a_diagnosis_with_masks(capsys):
             unmasked(Q[None], K[None], V[None])
 
 
+# ------------------------------------------------------------ notebook 04: the masks, and attention with masks and batches
+
+REAL = np.array([[True, True, True, False], [True, True, False, False]])
+
+
+def test_worked_masks_run_and_say_yours_with_the_course_signature(capsys):
+    mine = types.SimpleNamespace(**WORKED)
+    fn, line = chosen(capsys, "causal_mask", workbook=mine)
+    assert line == "your causal_mask"
+    for n in (1, 4, 7):
+        assert np.array_equal(fn(n), course_causal_mask(n)) and fn(n).dtype == bool
+    with pytest.raises(ValueError, match="n must be a positive whole number of tokens"):
+        fn(0)
+    fn, line = chosen(capsys, "padding_mask", workbook=mine)
+    assert line == "your padding_mask"
+    for flags in (REAL, REAL[0]):              # a batch, and one sentence (a batch of one for yours)
+        for heads in (None, 2):
+            got, want = fn(flags, num_heads=heads), course_padding_mask(flags, num_heads=heads)
+            assert got.shape == want.shape and np.array_equal(got, want), (flags.shape, heads, got.shape)
+    with pytest.raises(ValueError, match="num_heads must be None or a positive whole number"):
+        fn(REAL, num_heads=0)
+    with pytest.raises(ValueError, match="is_real"):
+        fn(REAL.astype(int))
+    fn, line = chosen(capsys, "attention", masks=True, batches=True, workbook=mine)
+    assert line == "your attention"
+    batch_mask = course_padding_mask(REAL) & np.tril(np.ones((4, 4), dtype=bool))
+    Qb, Kb, Vb = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4, 2))
+    for got, want in zip(fn(Qb, Kb, Vb, mask=batch_mask), scaled_dot_product_attention(Qb, Kb, Vb, mask=batch_mask)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def causal_mask_without_diagonal(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)
+
+
+def padding_mask_flags_as_they_are(is_real):
+    return np.asarray(is_real, dtype=bool)
+
+
+def attention_with_k_dot_t(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(K.shape[-1])                  # .T reverses every axis of a batch
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    return WORKED["softmax"](scores) @ V
+
+
+def test_wrong_masks_give_the_course_and_name_their_key(capsys):
+    fn, line = chosen(capsys, "causal_mask", workbook=types.SimpleNamespace(causal_mask=causal_mask_without_diagonal))
+    assert fn is course_causal_mask
+    assert line == "the course's causal_mask (yours: diagonal_masked; see Build it in notebook 04)"
+    fn, line = chosen(capsys, "padding_mask", workbook=types.SimpleNamespace(padding_mask=padding_mask_flags_as_they_are))
+    assert fn is course_padding_mask
+    assert line == "the course's padding_mask (yours: not_broadcast; see Build it in notebook 04)"
+    fn, line = chosen(capsys, "causal_mask", "yours", workbook=types.SimpleNamespace(causal_mask=causal_mask_without_diagonal))
+    assert line == "your causal_mask (diagnose: diagonal_masked)" and not fn(3)[0, 0]
+
+
+def test_an_attention_right_in_notebook_01_but_wrong_with_a_batch_points_to_notebook_04(capsys):
+    mine = types.SimpleNamespace(attention=attention_with_k_dot_t)
+    assert chosen(capsys, "attention", workbook=mine)[1] == "your attention"          # notebook 01's stage
+    fn, line = chosen(capsys, "attention", masks=True, batches=True, workbook=mine)
+    assert line.startswith("the course's attention (yours with masks and batches: ") and \
+        line.endswith("; see Build it in notebook 04)"), line
+    mistake = line.split(": ", 1)[1].split(";")[0]
+    assert mistake != "different" and mistake == pieces.diagnose(attention_with_k_dot_t).mistake
+    np.testing.assert_array_equal(fn(Q, K, V, mask=MASK)[1], scaled_dot_product_attention(Q, K, V, MASK)[1])
+
+
 # ------------------------------------------------------------ errors
 
 def test_bad_arguments_are_named():
@@ -200,7 +278,10 @@ def test_bad_arguments_are_named():
         piece("attention", batches="yes")
     with pytest.raises(ValueError, match=r"float64 must be True or False; got 64"):
         piece("softmax", float64=64)
-    assert CHOICES[:2] == ("softmax", "attention") and USES == ("auto", "course", "yours")
+    with pytest.raises(ValueError, match=r"piece\('causal_mask'\) takes no batches= option"):
+        piece("causal_mask", batches=True)
+    assert CHOICES == ("softmax", "attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
+                       "multi_head_attention") and USES == ("auto", "course", "yours")
 
 
 # ------------------------------------------------------------ the cache
@@ -249,6 +330,9 @@ def fold(text):
     "the course's softmax (yours: not attempted yet)",
     "the course's softmax (yours: no_max_subtraction+neg_inf_nan; see Build it in notebook 01)",
     "the course's attention (yours with a mask: mask_ignored; see Build it in notebook 04)",
+    "the course's attention (yours with masks and batches: transpose_all_axes; see Build it in notebook 04)",
+    "your causal_mask", "your padding_mask", "the course's causal_mask (yours: not attempted yet)",
+    "the course's padding_mask (yours: not_broadcast; see Build it in notebook 04)",
     "the course's softmax (yours is float32; this cell needs float64)",
     "the course's softmax (yours: no softmax in the workbook)",
     "your split_heads", "your multi_head_attention", "the course's merge_heads (yours: not attempted yet)",

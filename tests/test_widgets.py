@@ -185,6 +185,34 @@ def test_mask_state_masked_keys_get_exactly_zero(causal, hidden, where):
     assert (s.weights[~has_key] == 0.0).all() and (s.output[~has_key] == 0.0).all()
 
 
+def test_the_mask_explorer_runs_on_the_functions_it_is_given():
+    # notebook 04 passes piece("attention", masks=True, batches=True) and piece("causal_mask"): yours once right
+    import types
+    from helpers.checkers.solutions import WORKED
+    from helpers.pieces import piece
+    mine = types.SimpleNamespace(**WORKED)
+    attention = piece("attention", masks=True, batches=True, quiet=True, workbook=mine)
+    mask = piece("causal_mask", quiet=True, workbook=mine)
+    calls = []
+
+    def counted(Q, K, V, mask=None):
+        calls.append(mask is not None)
+        return attention(Q, K, V, mask=mask)
+    for causal, hidden, where in [(True, (), "before"), (True, (1,), "after"), (False, (0, 1, 2, 3), "before")]:
+        yours, course = W.mask_state(causal, hidden, where, attention=counted, causal_mask=mask), W.mask_state(causal, hidden, where)
+        np.testing.assert_allclose(yours.weights, course.weights, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(yours.output, course.output, rtol=1e-12, atol=1e-15)
+        assert yours.messages == course.messages and np.array_equal(yours.mask, course.mask)
+    assert calls == [True, False, True]                  # masked before the softmax; after it, the full softmax
+    ex = W.mask_explorer(attention=counted, causal_mask=mask)
+    ex.controls["where"].value = "after"
+    assert calls[-2:] == [True, False]                   # the live explorer, and every state of its static grid
+    states = ex.static_states()
+    assert len(calls) >= 4 + len(states) and states == W.mask_explorer().static_states()
+    flipped = W.mask_state(True, attention=counted, causal_mask=lambda n: np.triu(np.ones((n, n), dtype=bool)))
+    assert flipped.weights[0, 1] > 0                     # what it was given runs, right or not
+
+
 @pytest.mark.parametrize("bad, pattern", [
     (dict(hidden=(4,)), r"hidden must hold key positions 0 to 3 of \['the', 'river', 'bank', 'flooded'\]; got 4"),
     (dict(hidden=(-1,)), r"got -1"),

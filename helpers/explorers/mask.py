@@ -13,7 +13,7 @@ import ipywidgets as widgets
 import numpy as np
 import traitlets
 
-from helpers.attention import attention_entropy, causal_mask, scaled_dot_product_attention
+from helpers.attention import attention_entropy, causal_mask as course_causal_mask, scaled_dot_product_attention
 from helpers.explorers.base import Explorer, _example, _flag, _listed
 from helpers.inputs import refuse_masked_array
 from helpers.plots import weights_table_html
@@ -65,7 +65,7 @@ def _positions(hidden, tokens):
     return tuple(sorted(set(int(j) for j in hidden)))
 
 
-def mask_state(causal=True, hidden=(), where="before", example="river_bank"):
+def mask_state(causal=True, hidden=(), where="before", example="river_bank", *, attention=None, causal_mask=None):
     """Attention weights of a worked example under a causal mask and hidden keys.
 
     causal: apply the causal mask (query i sees keys 0..i), True or False.
@@ -75,6 +75,11 @@ def mask_state(causal=True, hidden=(), where="before", example="river_bank"):
         ``scaled_dot_product_attention`` does; "after" shows the bug of
         zeroing masked weights after a softmax over every key.
     example: the name of a worked example in data/ (default the river bank).
+    attention, causal_mask: the functions that compute it, with the course's
+        signatures (``attention(Q, K, V, mask=None) -> (output, weights)``,
+        ``causal_mask(n) -> (n, n) bool``); None means the course's
+        ``scaled_dot_product_attention`` and ``causal_mask``. The notebook
+        passes what ``helpers.pieces.piece`` gives: yours once it is right.
 
     A query whose keys are all hidden gets all-zero weights and a zero
     output (in "before" mode the documented behaviour of
@@ -91,13 +96,15 @@ def mask_state(causal=True, hidden=(), where="before", example="river_bank"):
     hidden = _positions(hidden, ex.tokens)
     if where not in ("before", "after"):
         raise ValueError(f"where must be 'before' or 'after' (the softmax); got {where!r}")
-    mask = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
+    attention = scaled_dot_product_attention if attention is None else attention
+    causal_mask = course_causal_mask if causal_mask is None else causal_mask
+    mask = np.array(causal_mask(n), dtype=bool) if causal else np.ones((n, n), dtype=bool)
     mask[:, list(hidden)] = False
     Q, K, V = ex.X @ ex.W_Q, ex.X @ ex.W_K, ex.X @ ex.W_V
     if where == "before":
-        output, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
+        output, weights = attention(Q, K, V, mask=mask)
     else:  # the bug: softmax over every key, then zero the masked weights
-        _, full = scaled_dot_product_attention(Q, K, V)
+        _, full = attention(Q, K, V)
         weights = np.where(mask, full, 0.0)
         output = weights @ V
     sums = weights.sum(axis=1)
@@ -159,7 +166,7 @@ def _draw_mask(state):
                               row_notes={"row sum": state.row_sums, "output": outputs})
 
 
-def mask_explorer(example="river_bank", causal=True):
+def mask_explorer(example="river_bank", causal=True, *, attention=None, causal_mask=None):
     """Explore masks on a worked example (default: "the river bank flooded").
 
     Controls: ``causal`` (checkbox), ``hidden`` (one toggle button per key:
@@ -168,8 +175,9 @@ def mask_explorer(example="river_bank", causal=True):
     ``where`` (apply the mask before the softmax, or after it, the bug). The
     picture shows the weights with masked cells striped, each row's sum and
     each query's output. Returns an :class:`Explorer`; ``.state`` is a
-    :class:`MaskState`. Raises ValueError for an unknown example or a
-    ``causal`` that is not True or False.
+    :class:`MaskState`. ``attention`` and ``causal_mask``: the functions it
+    runs on, as :func:`mask_state` takes them (None: the course's). Raises
+    ValueError for an unknown example or a ``causal`` that is not True or False.
     """
     tokens = _example(example).tokens
     causal_box = widgets.Checkbox(value=_flag(causal, "causal"), description="causal mask", indent=False,
@@ -179,7 +187,8 @@ def mask_explorer(example="river_bank", causal=True):
     buttons = [widgets.ToggleButton(value=False, description=f"hide '{t}'", tooltip=f"hide key {i}: {t}",
                                     layout=widgets.Layout(width="auto")) for i, t in enumerate(tokens)]
     hidden = _HiddenKeys(buttons, tokens)
-    explorer = Explorer(lambda causal, hidden, where: mask_state(causal, hidden, where, example), _draw_mask,
+    explorer = Explorer(lambda causal, hidden, where: mask_state(causal, hidden, where, example, attention=attention,
+                                                                 causal_mask=causal_mask), _draw_mask,
                         {"causal": causal_box, "hidden": hidden, "where": where},
                         [[causal_box, where], [widgets.Label("keys to hide:")] + buttons], height="200px",
                         name="mask")
