@@ -358,7 +358,7 @@ def check(fn, time_limit):
                              None, "softmax")
         text = f"Correct! {name} gives the right weights on all {len(runs)} inputs ({', '.join(r.case.name for r in runs)})."
         return Diagnosis(True, None, text, None, "softmax")
-    also = f" Also, {changes}" if mutated else ""
+    also = f"\nAlso, {changes}" if mutated else ""
     first = runs[right.index(False)]
     where = f"It first goes wrong on {first.case.words}. {_first_difference(first)}"
     if all(run.out is not None and matches(run.out, _expected(run.case), None, LOW_RTOL, LOW_ATOL) for run in runs):

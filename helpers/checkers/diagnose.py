@@ -45,6 +45,7 @@ background until the kernel is restarted; ``diagnose`` says so.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import numbers
 import os
@@ -56,6 +57,7 @@ from helpers.checkers import checker_attention, checker_masks, checker_softmax
 from helpers.checkers import checker_backward, checker_heads, checker_positions, checker_tiling
 from helpers.checkers import checker_rope
 from helpers.checkers.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
+from helpers.checkers import runner
 from helpers.checkers.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, fn_name, safe_str  # noqa: F401 (re-exported)
 
 __all__ = ["diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES"]
@@ -146,7 +148,9 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
     if unsaved is not None:
         return unsaved
     try:
-        return check(fn, float(time_limit), **{k: bool(v) for k, v in options.items()})
+        with runner.budget(runner.BUDGET_CALLS * float(time_limit)), runner.returns_noted() as given:
+            verdict = check(fn, float(time_limit), **{k: bool(v) for k, v in options.items()})
+        return _given_as(fn, verdict, given, piece)
     except KeyboardInterrupt:
         return Diagnosis(False, "interrupted", "diagnose was interrupted before it could finish (the stop button?). "
                          "If your function runs for long, look for a loop that never ends.", None, piece)
@@ -154,6 +158,28 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         return Diagnosis(False, "not_diagnosed",
                          f"diagnose could not finish ({safe_str(type(exc).__name__)}). Run your function on a "
                          "small input yourself and compare it with the course's own.", None, piece)
+
+
+GIVEN_AS_KEY = "not_an_array"
+"""The key of a function whose numbers are right but which gives them as a generator, map, iterator or a generator
+function's yield (not Correct: the course's later cells compute with the output, and a generator gives its items
+once). A right function returning a list is Correct, with the same kind of note."""
+
+
+def _given_as(fn, verdict, given, piece):
+    """The verdict, told how ``fn`` gave its output when it was not an array (``given``: runner.returns_noted's
+    pairs): right numbers given lazily are ``not_an_array``; a list stays Correct with a note; a wrong function keeps
+    its key, with the sentence on a line of its own."""
+    how = next((h for f, h in given if f is fn and h != "a list"), None) or next(
+        (h for f, h in given if f is fn), None)
+    if how is None or verdict.mistake in ("not_attempted", "too_slow", "interrupted", "not_diagnosed"):
+        return verdict
+    said = runner.given_as_words(fn, how, piece)
+    if verdict.correct and how != "a list":
+        return dataclasses.replace(verdict, correct=False, mistake=GIVEN_AS_KEY, text=(
+            f"{said}\nRead as the {'value' if how == 'yield' else 'list'} it yields, its numbers are right: "
+            + verdict.text.replace("Correct! ", "", 1)))
+    return dataclasses.replace(verdict, text=f"{verdict.text}\n({said})")
 
 
 def _syntax_error(fn, piece):
