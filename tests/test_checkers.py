@@ -14,6 +14,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import wrong_functions  # tests/ is on the path under pytest: the collection of learners' functions
 from helpers.attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from helpers.exercises import PIECES, Feedback, diagnose, solution
 from helpers.checkers.battery import CAUSAL_MASK, PADDING_MASK, SOFTMAX
@@ -116,20 +117,8 @@ def no_axis(x):
     return WORKED["softmax"](x)
 
 
-def softmax_min(x, axis=-1):
-    """The minimum subtracted instead of the maximum (issue 32's review, finding 5)."""
-    e = np.exp(x - np.min(x, axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def softmax_axis_none(x, axis=None):
-    """def softmax(x, axis=None): right along an axis it is given, over everything by default (finding 9)."""
-    x = np.asarray(x, float)
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
-    e = np.exp(x - m)
-    s = e.sum(axis=axis, keepdims=True)
-    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+# Issue 32's second review (findings 5 and 9), as the reviewer wrote them: in the collection (tests/wrong_functions.py)
+softmax_min, softmax_axis_none = wrong_functions.softmax_min_subtracted, wrong_functions.softmax_axis_default_none
 
 
 SOFTMAX_NAMED = [

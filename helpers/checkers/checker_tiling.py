@@ -38,7 +38,7 @@ from helpers.checkers.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED
 from helpers.exercises.feedback import _read
 from helpers.checkers.runner import (
     ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, failed, fmt_pair, fn_name, functions_called,
-    mutation_words, not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
+    Yielded, mutation_words, not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
 )
 from helpers.tiling import KVCache, online_softmax_update
 
@@ -312,7 +312,8 @@ def _read_step(value):
 
 def _read_first(value):
     """What a kv_cache_step returned: the output, or the first entry of a tuple (output, weights, ...)."""
-    if isinstance(value, (tuple, list)) and len(value) >= 2 and isinstance(value[0], np.ndarray):
+    if isinstance(value, (tuple, list)) and len(value) >= 2 and isinstance(value[0], np.ndarray) and not isinstance(
+            value, Yielded):
         value = value[0]
     return _read_output(value)
 

@@ -38,9 +38,19 @@ or take too long. A stub of the workbook, which raises NotImplementedError,
 is "not attempted yet". The time limit is soft: each call runs in a
 background thread, and ``diagnose`` stops waiting for it after
 ``time_limit`` seconds (default :data:`TIME_LIMIT`, 2 s; a right answer on
-these inputs takes well under a millisecond). Python cannot stop a running
-call from outside, so a function that never ends keeps running in the
-background until the kernel is restarted; ``diagnose`` says so.
+these inputs takes well under a millisecond). One ``diagnose`` waits at
+most :data:`~helpers.checkers.runner.BUDGET_CALLS` (5) times the time limit
+in all, 10 s by default: past that it stops calling and says ``too_slow``
+with the time per call. Python cannot stop a running call from outside, so
+a function that never ends keeps running in the background until the
+kernel is restarted; ``diagnose`` says so.
+
+An output given as a generator, map, iterator or by a generator function
+(``yield``) is read once, as the list it yields, and its numbers judged;
+the verdict says how it was given, the same sentence in every piece. Right
+numbers given so are ``not_an_array`` (the later cells compute with the
+output, and a generator gives its items once); a right list stays Correct,
+with a note.
 """
 
 from __future__ import annotations
@@ -107,14 +117,15 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
     options: for attention only, ``masks=False`` / ``batches=False`` leave
         out the masked inputs, or the batch, for a stage of the course before
         they are taught (``diagnose(fn, masks=False, batches=False)``).
-    time_limit: seconds to wait for one call (soft: see the module docstring).
+    time_limit: seconds to wait for one call (soft: see the module docstring); the whole diagnose waits at
+        most 5 times as long.
 
     Returns a :class:`Diagnosis` (a :class:`~helpers.exercises.Feedback`):
     ``.correct`` is True when every output is right (rtol 1e-4, atol 1e-6,
     against the course's function; masks exactly); otherwise ``.mistake`` is
     a misconception key (INSTRUCTORS.md lists them), one of the keys every
     piece shares (not_attempted, too_slow, mutates_inputs, low_precision,
-    exit, raised, returned_none, not_numbers, nan_inf, wrong_shape;
+    exit, raised, returned_none, not_numbers, not_an_array, nan_inf, wrong_shape;
     syntax_error, with no verdict, when the file that defines fn, such as
     workbook.py, no longer compiles), or
     "different" when the output is wrong in a way no named mistake explains;

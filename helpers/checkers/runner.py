@@ -146,7 +146,12 @@ def _unrolled(fn, value):
         kind = "yield"
         if len(items) == 1:
             return items[0], kind
-    return items, kind
+    return Yielded(items), kind
+
+
+class Yielded(list):
+    """The items a generator, map or iterator gave, read into a list: never taken for an (output, weights) pair,
+    as a generator of two rows would be."""
 
 
 class _Endless(Exception):
@@ -192,6 +197,8 @@ def read_numbers(value, pair=False):
     and a longer tuple whose first entry is an array is read as its output first (``(output, weights, scores)``;
     the weights of such a tuple are not read: None)."""
     weights = None
+    if isinstance(value, Yielded):                  # rows given one by one, not a tuple of results
+        pair = False
     if pair and isinstance(value, tuple) and len(value) > 2 and isinstance(value[0], np.ndarray):
         value = value[0]
     elif pair and (isinstance(value, tuple) and len(value) == 2 or (
