@@ -663,11 +663,16 @@ def _kv_words(rule, run):
                 f"become inf and the output NaN. Divide q . k_j by np.sqrt(q.shape[-1]) = sqrt(d_k) = "
                 f"sqrt({a['q'].shape[-1]}), the keys' width, whatever the number of keys.")
     if rule.name is None:
-        return (f"You divide the scores by {rule.formula()} whatever d_k is, which is right only when d_k = "
-                f"{fitted.SizeRule(None, 1.0, rule.factor ** 2).formula()}. Divide q . k_j by np.sqrt(d_k), d_k = "
-                "q.shape[-1]: a fixed number does not follow the keys' width.")
+        return _constant_words(rule, "q . k_j by np.sqrt(d_k), d_k = q.shape[-1]")
     return scale_words(rule, _kv_sizes(a), KV_MEANINGS, run.case.words, a["q"].shape[-1]).replace(
         "np.sqrt(K.shape[-1])", "np.sqrt(q.shape[-1])")
+
+
+def _constant_words(rule, divide):
+    """The words of a constant scale (rule.name None): what it is right for, and what to divide by instead."""
+    return (f"You divide the scores by {rule.formula()} whatever d_k is, which is right only when d_k = "
+            f"{fitted.SizeRule(None, 1.0, rule.factor ** 2).formula()}. Divide {divide}: a fixed number does not "
+            "follow the keys' width.")
 
 
 def _kv_scale_family(key):
@@ -712,9 +717,7 @@ def _tiled_words(rule, run):
     from helpers.checkers.checker_attention import scale_words
     a = run.case.args
     if rule.name is None:
-        return (f"You divide the scores by {rule.formula()} whatever d_k is, which is right only when d_k = "
-                f"{fitted.SizeRule(None, 1.0, rule.factor ** 2).formula()}. Divide Q @ K_block^T by "
-                "np.sqrt(K.shape[-1]): a fixed number does not follow the keys' width.")
+        return _constant_words(rule, "Q @ K_block^T by np.sqrt(K.shape[-1])")
     return scale_words(rule, _tiled_sizes(a), TILED_MEANINGS, run.case.words, a["K"].shape[-1])
 
 
