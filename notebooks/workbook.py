@@ -5,6 +5,10 @@ Replace a function's raise line with your code, save it (Ctrl+S), and run the
 notebook's check cell. Each check cell says how: diagnose(workbook.softmax,
 piece="softmax"). Later notebooks import this file, so what you finish here
 is there for them. To hand in your work, hand in this file.
+
+Return numpy arrays, as each docstring says: later cells compute with them.
+A list passes the check, with a note; a generator or a map(...) does not (it
+gives its items only once): return np.array(...) of it.
 """
 
 import numpy as np

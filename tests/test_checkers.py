@@ -14,6 +14,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import wrong_functions  # tests/ is on the path under pytest: the collection of learners' functions
 from helpers.attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from helpers.exercises import PIECES, Feedback, diagnose, solution
 from helpers.checkers.battery import CAUSAL_MASK, PADDING_MASK, SOFTMAX
@@ -116,11 +117,16 @@ def no_axis(x):
     return WORKED["softmax"](x)
 
 
+# Issue 32's second review (findings 5 and 9), as the reviewer wrote them: in the collection (tests/wrong_functions.py)
+softmax_min, softmax_axis_none = wrong_functions.softmax_min_subtracted, wrong_functions.softmax_axis_default_none
+
+
 SOFTMAX_NAMED = [
     (naive_softmax, "no_max_subtraction+neg_inf_nan"), (naive_guarded, "no_max_subtraction"),
     (textbook_softmax, "neg_inf_nan"), (softmax_axis0, "wrong_axis"), (softmax_everything, "softmax_over_everything"),
     (softmax_last_always, "axis_ignored"), (exp_only, "neg_inf_nan+exp_not_normalised"), (softmax_fill, "finite_fill"),
-    (softmax_one_max, "max_over_everything"), (softmax_no_keepdims, "no_keepdims"), (no_axis, "no_axis_argument"),
+    (softmax_one_max, "max_over_everything"), (softmax_no_keepdims, "no_keepdims"), (softmax_min, "min_subtracted"),
+    (softmax_axis_none, "wrong_default_axis"), (no_axis, "no_axis_argument"),
 ]
 
 
@@ -134,6 +140,36 @@ def test_each_softmax_mistake_is_named(fn, key):
 def test_every_softmax_fault_has_a_learner_function():
     named = {k for _, key in SOFTMAX_NAMED for k in key.split("+")}
     assert set(SOFTMAX_FAULTS) <= named
+
+
+def test_a_softmax_subtracting_the_minimum_is_told_so_with_no_sentence_about_the_maximum():
+    verdict = diagnose(softmax_min, piece="softmax")
+    assert verdict.mistake == "min_subtracted", verdict.text
+    assert "subtracts the minimum" in verdict.text and "x - (-inf) is inf" in verdict.text
+    assert "has maximum -inf" not in verdict.text            # neg_inf_nan's sentence, false for it
+
+
+def test_a_default_axis_of_none_or_0_is_named_with_the_default_and_an_axis_written_in_is_not():
+    verdict = diagnose(softmax_axis_none, piece="softmax")
+    assert verdict.mistake == "wrong_default_axis", verdict.text
+    assert "defaults to None" in verdict.text and "def softmax(x, axis=-1)" in verdict.text
+
+    def softmax_default_0(x, axis=0):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / np.sum(e, axis=axis, keepdims=True)
+    verdict = diagnose(softmax_default_0, piece="softmax")
+    assert verdict.mistake == "wrong_default_axis" and "defaults to 0" in verdict.text, verdict.text
+    assert diagnose(softmax_axis0, piece="softmax").mistake == "wrong_axis"   # axis=0 written in, default -1
+
+
+def test_np_exp_passed_as_the_softmax_is_exp_not_normalised_in_its_own_words():
+    verdict = diagnose(np.exp, piece="softmax")
+    assert verdict.mistake == "exp_not_normalised", verdict.text
+    assert "You pass np.exp itself as the softmax" in verdict.text and "def softmax(x, axis=-1)" in verdict.text
+
+    def exp_no_axis(x):
+        return np.exp(x - np.max(x, axis=-1, keepdims=True))
+    assert diagnose(exp_no_axis, piece="softmax").mistake == "neg_inf_nan+exp_not_normalised+no_axis_argument"
 
 
 def test_the_softmax_battery_overflows_a_naive_exp_and_holds_an_all_minus_inf_row():
@@ -305,7 +341,7 @@ def test_float16_is_low_precision_and_shows_the_digits_that_differ():
 
 def test_the_float16_tolerance_is_far_looser_than_float16_and_far_tighter_than_any_mistake():
     """Every named softmax mistake is outside the low-precision tolerance on its first wrong input."""
-    for fn, _ in SOFTMAX_NAMED[:-1]:
+    for fn, _ in [(f, k) for f, k in SOFTMAX_NAMED if k not in ("no_axis_argument", "wrong_default_axis")]:
         far = False
         for case in SOFTMAX:
             try:

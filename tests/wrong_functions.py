@@ -1900,3 +1900,126 @@ def mha_review_fixed_split(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
 def mha_review_three(X, W_Q, W_K, W_V, W_O, num_heads, m=None):
     out, w = _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, m)
     return out, w, None
+
+
+# ==========================================================================
+# Issue 32's second review (r1): causes behind symptoms, answers given lazily (findings 5, 6, 9)
+# ==========================================================================
+
+def _guarded_softmax(x, axis=-1):
+    """A right softmax with the all -inf guard, the part of the entries below that is right."""
+    x = np.asarray(x, dtype=float)
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(m), m, 0.0))
+    s = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+
+
+@wrong("softmax", "min_subtracted", "pattern (issue 32 review r1)",
+       "Subtracts the minimum along the axis instead of the maximum: NaN wherever a slice holds -inf.",
+       "min_subtracted")
+def softmax_min_subtracted(x, axis=-1):
+    e = np.exp(x - np.min(x, axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@wrong("softmax", "axis_default_none", "pattern (issue 32 review r1)",
+       "def softmax(x, axis=None): right along an axis it is given, the whole array when called without one.",
+       "wrong_default_axis")
+def softmax_axis_default_none(x, axis=None):
+    x = np.asarray(x, float)
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(x - m)
+    s = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+
+
+COLLECTION.append(Entry("softmax", "np_exp_itself", "pattern (issue 32 review r1)",
+                        "np.exp passed as the softmax: never normalised, no maximum, no axis.",
+                        "exp_not_normalised", np.exp))
+
+
+@wrong("softmax", "generator_of_rows", "pattern (issue 32 review r1)",
+       "Returns a generator of the right rows (a one-shot answer the later cells cannot compute with).",
+       "not_an_array")
+def softmax_generator_of_rows(x, axis=-1):
+    return (row for row in _guarded_softmax(x, axis))
+
+
+@wrong("causal_mask", "generator_of_rows", "pattern (issue 32 review r1)",
+       "Returns a generator of the right rows of booleans.", "not_an_array")
+def causal_mask_generator_of_rows(n):
+    return ([j <= i for j in range(n)] for i in range(n))
+
+
+@wrong("online_softmax_update", "generator_of_three", "pattern (issue 32 review r1)",
+       "Returns the three right running values as a generator.", "not_an_array")
+def online_step_generator_of_three(running_max, running_sum, acc, scores, V_block):
+    return (t for t in _fold(running_max, running_sum, acc, scores, V_block))
+
+
+@wrong("online_softmax_update", "old_max_returned", "pattern (issue 32 review r1)",
+       "Computes the new max and measures the block against it, but returns running_max unchanged.",
+       "old_max_kept")
+def online_step_old_max_returned(running_max, running_sum, acc, scores, V_block):
+    new_max, new_sum, new_acc = _fold(running_max, running_sum, acc, scores, V_block)
+    return running_max, new_sum, new_acc
+
+
+@wrong("tiled_attention", "scale_sqrt_block_size", "pattern (issue 32 review r1)",
+       "Scales the scores by 1/sqrt(block_size), the tiling's own size, instead of 1/sqrt(d_k).", "scale_by_shape")
+def tiled_scale_sqrt_block_size(Q, K, V, block_size):
+    m = np.full(Q.shape[:-1], -np.inf)
+    l = np.zeros(Q.shape[:-1])
+    acc = np.zeros(Q.shape[:-1] + V.shape[-1:])
+    for start in range(0, K.shape[-2], block_size):
+        Kb, Vb = K[..., start:start + block_size, :], V[..., start:start + block_size, :]
+        m, l, acc = _fold(m, l, acc, Q @ np.swapaxes(Kb, -1, -2) / np.sqrt(block_size), Vb)
+    return acc / l[..., None]
+
+
+@wrong("kv_cache_step", "scale_sqrt_len_cache", "pattern (issue 32 review r1)",
+       "Scales by 1/sqrt(len(cache_keys)): the number of keys less the new one, sqrt(0) on the first token.",
+       "scale_by_n_keys")
+def kv_step_scale_sqrt_len_cache(cache_keys, cache_values, q, k, v):
+    keys, values = np.vstack([cache_keys, k[None]]), np.vstack([cache_values, v[None]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _guarded_softmax(keys @ q / np.sqrt(len(cache_keys))) @ values
+
+
+@wrong("kv_cache_step", "map_of_floats", "pattern (issue 32 review r1)",
+       "Returns the right output as map(float, ...).", "not_an_array")
+def kv_step_map_of_floats(cache_keys, cache_values, q, k, v):
+    keys, values = np.vstack([cache_keys, k[None]]), np.vstack([cache_values, v[None]])
+    return map(float, _guarded_softmax(keys @ q / np.sqrt(len(q))) @ values)
+
+
+@wrong("rope", "positions_from_shape_0", "pattern (issue 32 review r1)",
+       "Counts the positions as np.arange(x.shape[0]): the batch size for a batch, which numpy refuses.",
+       "positions_from_first_axis")
+def apply_rope_positions_from_shape_0(x, positions=None):
+    x = np.asarray(x, float)
+    d = x.shape[-1]
+    pos = np.arange(x.shape[0]) if positions is None else np.asarray(positions, float)
+    ang = pos[:, None] * 10000.0 ** (-2 * np.arange(d // 2) / d)
+    c, s = np.cos(ang), np.sin(ang)
+    out = np.empty_like(x)
+    out[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+    out[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+    return out
+
+
+@wrong("attention", "generator_function", "pattern (issue 32 review r1)",
+       "Written with yield where return was meant: calling it gives a generator.", "not_an_array")
+def attention_generator_function(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    yield _stable_rows(S) @ V
+
+
+@right("softmax", "tolist", "pattern (issue 32 review r1)",
+       "Returns the right weights as a list (.tolist()): Correct, with a note to return an array.")
+def softmax_tolist(x, axis=-1):
+    return _guarded_softmax(x, axis).tolist()

@@ -541,7 +541,7 @@ def _verdict(fn, runs, masks, batches):
         if early is not None:
             return early
     changes, mutated = mutation_words(runs, "Q K V mask".split())
-    also = f" Also, {changes}" if mutated else ""
+    also = f"\nAlso, {changes}" if mutated else ""
     longer = next((len(run.value) for run in runs if _longer_tuple(run.value)), None)
     extra = "" if longer is None else "\n" + LONGER_TUPLE.format(
         n=_fmt(longer) if longer > 9 else NUMBERS[longer], piece="attention")

@@ -134,7 +134,7 @@ def _check(fn, time_limit, piece, cases, argument, expected, faults):
                              None, piece)
         return Diagnosis(True, None, f"Correct! {name} gives the right mask on all {len(runs)} inputs "
                                      f"({', '.join(r.case.name for r in runs)}).", None, piece)
-    also = f" Also, {changes}" if mutated else ""
+    also = f"\nAlso, {changes}" if mutated else ""
     first = runs[right.index(False)] if not all(right) else runs[0]
     arg = first.case.args[argument]
     want = expected(first.case)

@@ -235,7 +235,7 @@ def check(piece, fn, time_limit):
         if any(run.printed for run in runs):
             text += " (It prints while it runs; diagnose kept that out of sight.)"
         return Diagnosis(True, None, text, None, piece.name)
-    also = f" Also, {changes}" if mutated else ""
+    also = f"\nAlso, {changes}" if mutated else ""
     first = runs[right.index(False)]
     where = f"It first goes wrong on {first.case.words}. {_first_difference(piece, first)}"
     if all(run.out is not None and matches(run.out, want, None, LOW_RTOL, _low_atol(piece, run, want))

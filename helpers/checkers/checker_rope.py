@@ -87,20 +87,21 @@ UNIT_WORDS = {
 }
 
 
-def _rope(args, faults, base=BASE, shift=0.0, given_too=False, way=None, mixed=None):
+def _rope(args, faults, base=BASE, shift=0.0, given_too=False, way=None, mixed=None, count_axis=-2):
     """The rotated x with those faults; base: of the frequencies; shift: added to the positions counted (and to
     those given, ``given_too``); way: the ``degrees`` fault's way round (None: both, as a list); mixed: a pairing
     with the other pairing's frequency layout ("half": feature i with i + d/2, the frequencies repeated for
-    neighbours; "neighbour": (2i, 2i + 1), the frequencies laid out for halves)."""
+    neighbours; "neighbour": (2i, 2i + 1), the frequencies laid out for halves); count_axis: the axis of x whose
+    length the positions counted run to (0: np.arange(x.shape[0]), which numpy refuses to broadcast in a batch)."""
     if "degrees" in faults and way is None:
-        return [_rope(args, faults, base, shift, given_too, w, mixed) for w in UNIT_WAYS]
+        return [_rope(args, faults, base, shift, given_too, w, mixed, count_axis) for w in UNIT_WAYS]
     x = np.asarray(args["x"], dtype=float)
     n, d = x.shape[-2], x.shape[-1]
     given = args["positions"]
     if "not_rotated" in faults:
         return np.array(x)
     counted = given is None or "positions_ignored" in faults          # 0 .. n-1 (or 1 .. n) counted, not read
-    m = np.arange(n, dtype=float) if counted else np.asarray(given, float)
+    m = np.arange(x.shape[count_axis], dtype=float) if counted else np.asarray(given, float)
     if counted and "positions_from_one" in faults:
         m = m + 1.0
     if counted or given_too:
@@ -219,6 +220,29 @@ MIXED_WORDS = {
 }
 
 
+BROADCAST = "could not be broadcast"
+"""What numpy says when the positions counted along the wrong axis meet the tokens (ValueError)."""
+
+
+def _fit_count_axis(runs):
+    """[0] when the positions look counted along x's first axis, np.arange(x.shape[0]) (or len(x)): right for one
+    sentence (n, d), refused by numpy in a batch (B, n, d), so every call that raised raised numpy's broadcast
+    error, and at least one did."""
+    raised = [run for run in runs if run.error is not None]
+    if raised and all(isinstance(run.error, ValueError) and BROADCAST in str(run.error) for run in raised):
+        return [0]
+    return []
+
+
+def _count_axis_words(axis, run):
+    x = np.asarray(run.case.args["x"])
+    here = (f" (here {x.shape[0]} positions for {x.shape[-2]} tokens)" if x.ndim > 2 else "")
+    return ("You count the positions along x's first axis, np.arange(x.shape[0]) (or len(x)): for one sentence "
+            "(n, d) that is n, but for a batch (B, n, d) it is the batch size B, so there are B positions where there "
+            f"are n tokens{here}, and numpy refuses to broadcast them. Count the tokens along the "
+            "second-to-last axis: np.arange(x.shape[-2]).")
+
+
 FAMILIES = (
     fitted.Family("wrong_base", "frequency", _fit_base,
                   lambda args, base, faults=(): _rope(args, faults, base=base), _base_words,
@@ -229,10 +253,13 @@ FAMILIES = (
                   lambda args, value, faults=(): _rope(args, faults, shift=float(value[0]), given_too=value[1]), _shift_words),
     fitted.Family("rope_layout_mixed", "layout", lambda runs: list(MIXED_WORDS),
                   lambda args, mixed, faults=(): _rope(args, faults, mixed=mixed), lambda mixed, run: MIXED_WORDS[mixed]),
+    fitted.Family("positions_from_first_axis", "count", _fit_count_axis,
+                  lambda args, axis, faults=(): _rope(args, faults, count_axis=axis), _count_axis_words),
 )
 """The faults with a parameter, tried after the fixed ones: another base (named with the learner's own), positions
 shifted by any whole number (by 1 also where given: ``positions_from_one``), a pairing with the other pairing's
-frequency layout (``rope_layout_mixed``, saying which)."""
+frequency layout (``rope_layout_mixed``, saying which), positions counted along x's first axis
+(``positions_from_first_axis``: np.arange(x.shape[0]), numpy's broadcast error on a batch)."""
 
 
 def _float16_atol(args):

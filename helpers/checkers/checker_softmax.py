@@ -25,6 +25,8 @@ or any parameter in the second place whose default is a whole number
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import re
 from dataclasses import dataclass, replace
@@ -50,13 +52,15 @@ FIXED_AXES = (0, -1, 1, 2, -2, -3)
 class _Softmax:
     """A softmax with some of its parts done wrong. The defaults are the right way."""
 
-    max_subtracted: object = True   # False: exp(x) of the scores themselves; "global": one maximum, x.max()
+    max_subtracted: object = True   # False: exp(x) of the scores themselves; "global": one maximum, x.max();
+                                    # "min": the minimum along the axis, unguarded (x - (-inf) is inf)
     guard: str = "zeros"          # "none": a slice of -inf gives NaN (-inf - -inf); "rows": NaN in any row with -inf
     axis: object = "given"        # "all": the maximum and the sum of everything; "sum_all": the maximum along the
                                   # axis, the sum of everything; an int: that axis always, the argument ignored
     normalised: bool = True       # False: exp only, never divided by the sum
     keepdims: str = "both"        # "sum", "max", "neither": that reduction without keepdims=True;
                                   # "transposed": (e.T / e.sum(-1)).T, the axis ignored
+    default: object = "last"      # the axis when none is passed: None (def softmax(x, axis=None): everything), 0
 
     def keys(self):
         right, found = _Softmax(), []
@@ -66,9 +70,14 @@ class _Softmax:
                 found.append(key(value) if callable(key) else key)
         return found
 
-    def predict(self, x, axis):
+    def predict(self, x, axis=None):
         """The output, or raises as numpy does where this way of writing it fails (an axis that is not there,
-        shapes that do not broadcast)."""
+        shapes that do not broadcast). axis: the one passed, or None when the call passes none (the default's)."""
+        if axis is None:
+            if self.default != "last" and self.axis == "given":      # the learner's default takes the axis's place
+                return replace(self, default="last", axis="all" if self.default is None else self.default).predict(
+                    x, -1)
+            axis = -1
         ax = {"given": axis, "all": None, "sum_all": None}.get(self.axis, self.axis)
         if self.keepdims == "transposed":         # written for the last axis, whatever it is given
             ax = axis = -1 if self.axis in ("given", "sum_all") else ax
@@ -76,8 +85,9 @@ class _Softmax:
             s = np.asarray(x, dtype=float)
             if self.max_subtracted:
                 over = None if self.max_subtracted == "global" else (axis if self.axis == "sum_all" else ax)
-                top = np.max(s, axis=over, keepdims=self.keepdims not in ("max", "neither"))
-                if self.guard == "zeros":
+                reduce = np.min if self.max_subtracted == "min" else np.max
+                top = reduce(s, axis=over, keepdims=self.keepdims not in ("max", "neither"))
+                if self.guard == "zeros" and self.max_subtracted != "min":
                     top = np.where(np.isfinite(top), top, 0.0)
                 s = s - top
             e = np.exp(s)
@@ -103,16 +113,19 @@ def _axis_key(value):
 
 
 _PART_KEY = {
-    "max_subtracted": lambda value: "no_max_subtraction" if value is False else "max_over_everything",
+    "max_subtracted": lambda value: {False: "no_max_subtraction", "min": "min_subtracted"}.get(value,
+                                                                                          "max_over_everything"),
     "guard": "neg_inf_nan",
     "axis": _axis_key,
     "normalised": "exp_not_normalised",
     "keepdims": "no_keepdims",
+    "default": "wrong_default_axis",
 }
 _SINGLE = [("max_subtracted", False), ("guard", "none"), ("guard", "rows"), ("axis", 0), ("axis", "all"),
            ("axis", -1), ("normalised", False), ("axis", "sum_all"), ("max_subtracted", "global"),
            ("keepdims", "sum"), ("keepdims", "neither"), ("keepdims", "max"), ("keepdims", "transposed"),
-           ("axis", 1), ("axis", 2), ("axis", -2), ("axis", -3)]
+           ("axis", 1), ("axis", 2), ("axis", -2), ("axis", -3), ("max_subtracted", "min"), ("default", None),
+           ("default", 0)]
 
 FAULTS = {
     "no_max_subtraction": "Your softmax overflows on large scores: exp(1000) is inf, and inf / inf is NaN. "
@@ -139,6 +152,12 @@ FAULTS = {
     "no_keepdims": "{keepdims_words} Keep the axis: x.max(axis=axis, keepdims=True) and "
                    "e.sum(axis=axis, keepdims=True) line up with x for every shape and every axis.",
     "finite_fill": "{fill_words}",
+    "min_subtracted": "Your softmax subtracts the minimum along the axis, not the maximum. The shift cancels in the "
+                      "division, so scores close together come out right, but x - min is never below 0: a slice "
+                      "that spreads over more than about 709 overflows exp to inf (inf / inf is NaN), and a -inf "
+                      "entry makes the minimum -inf, so x - (-inf) is inf and the whole slice is NaN. Subtract the "
+                      "maximum, which makes every exponent at most 0: e = np.exp(x - x.max(axis=axis, keepdims=True)).",
+    "wrong_default_axis": "{default_words}",
 }
 """Every mistake the softmax checker can name, with what it tells the learner ({...}: filled in with the
 learner's own axis, form or fill value)."""
@@ -151,6 +170,15 @@ _AXIS_WORDS = {0: "the first axis (down the columns)", -1: "the last axis",
                -2: "axis -2 (axis=-2 written in: down the columns of each matrix)",
                -3: "axis -3 (axis=-3 written in): the batch axis of (B, n, m), which one row or a matrix does not "
                    "have"}
+_DEFAULT_WORDS = {
+    None: "Your softmax's axis defaults to None (def softmax(x, axis=None)), and numpy reads axis=None as the whole "
+          "array: called without an axis, as attention calls it (softmax(scores)), it takes the maximum and the sum "
+          "over every entry, so no row sums to 1. Given an axis, it is right. Make the last axis the default: "
+          "def softmax(x, axis=-1).",
+    0: "Your softmax's axis defaults to 0 (def softmax(x, axis=0)): called without an axis, as attention calls it "
+       "(softmax(scores)), it sums down the columns, over the queries, not along each row of keys. Given an axis, "
+       "it is right. Make the last axis the default: def softmax(x, axis=-1).",
+}
 _KEEPDIMS_WORDS = {
     "sum": "Your sum along the axis drops that axis (no keepdims=True), so it no longer lines up with x: "
            "np.sum(e, axis=-1) of a (3, 4) matrix has shape (3,), and broadcasting divides along the last axis "
@@ -175,6 +203,8 @@ def _fault_text(key, model=None, value=None, run=None):
     text = FAULTS[key]
     if model is not None and "{axis_words}" in text:
         text = text.replace("{axis_words}", _AXIS_WORDS[model.axis])
+    if model is not None and "{default_words}" in text:
+        text = text.replace("{default_words}", _DEFAULT_WORDS[model.default])
     if model is not None and "{keepdims_words}" in text:
         text = text.replace("{keepdims_words}", _KEEPDIMS_WORDS[model.keepdims])
     return text
@@ -266,7 +296,7 @@ def _run(fn, case, time_limit, axis_place):
 def _outcome(model, run):
     """What ``model`` gives on this run's input: ("out", array) or ("raised", the exception numpy raised)."""
     try:
-        return "out", model.predict(run.case.args["x"], run.case.args.get("axis", -1))
+        return "out", model.predict(run.case.args["x"], run.case.args.get("axis"))
     except Exception as exc:
         return "raised", exc
 
@@ -287,19 +317,40 @@ def _same_error(a, b):
     return type(a) is type(b) and words(a) == words(b)
 
 
-def _models():
+def _models(default="last"):
+    """Every model with one fault, then two of different parts; a wrong default of the axis only as ``default``
+    (the function's own, read from its signature: the battery's one input with an axis cannot tell a default of 0
+    from an axis=0 written in)."""
+    found = [m for m in _all_models() if m.default in ("last", default)]
+    return sorted(found, key=lambda m: m != _Softmax(default=default))     # the signature's own default first
+
+
+def _signature_default(fn, place):
+    """The default of the function's axis parameter (found at ``place``, runner.parameter's), or "last" when it has
+    none to read."""
+    try:
+        params = inspect.signature(fn).parameters
+        how, where = place
+        p = params[where] if how == "keyword" else list(params.values())[where]
+    except Exception:
+        return "last"
+    return "last" if p.default is inspect.Parameter.empty else p.default
+
+
+@functools.lru_cache(maxsize=1)
+def _all_models():
     singles = [_Softmax(**{p: v}) for p, v in _SINGLE]
     pairs = [replace(a, **{p2: v2}) for (p1, v1), (p2, v2) in itertools.combinations(_SINGLE, 2) if p1 != p2
              for a in [_Softmax(**{p1: v1})]]
     return singles + pairs
 
 
-def _explain(runs):
+def _explain(runs, default="last"):
     """The simplest model that gives what the function gave on every input, or None."""
-    return next((m for m in _models() if all(_agrees(run, m) for run in runs)), None)
+    return next((m for m in _models(default) if all(_agrees(run, m) for run in runs)), None)
 
 
-def _cause_of_symptom(runs, first):
+def _cause_of_symptom(runs, first, default="last"):
     """The simplest model that gives the function's symptom on the first input that went wrong (the same error,
     NaN where it has NaN, the same shape) and agrees on every input before it; None if none does, or when that
     input shows no symptom (finite numbers of the right shape: then it is just different)."""
@@ -308,7 +359,7 @@ def _cause_of_symptom(runs, first):
     if isinstance(first.error, BaseException) and not isinstance(first.error, Exception):
         return None                                             # SystemExit and the like: no model exits
     before = runs[: runs.index(first)]
-    for model in _models():
+    for model in _models(default):
         if _agrees(first, model) and all(_agrees(run, model) for run in before):
             return model
     return None
@@ -358,15 +409,22 @@ def check(fn, time_limit):
                              None, "softmax")
         text = f"Correct! {name} gives the right weights on all {len(runs)} inputs ({', '.join(r.case.name for r in runs)})."
         return Diagnosis(True, None, text, None, "softmax")
-    also = f" Also, {changes}" if mutated else ""
+    also = f"\nAlso, {changes}" if mutated else ""
     first = runs[right.index(False)]
     where = f"It first goes wrong on {first.case.words}. {_first_difference(first)}"
     if all(run.out is not None and matches(run.out, _expected(run.case), None, LOW_RTOL, LOW_ATOL) for run in runs):
         return Diagnosis(False, "low_precision", f"{LOW_PRECISION.format(name=name)}\n{where}{also}",
                          first.case.name, "softmax")
-    model = _explain(runs)
+    default = _signature_default(fn, axis_place) if axis_place is not None else "last"
+    model = _explain(runs, default)
     if model is not None:
         return _named(model, f"\n{where}{also}", first)
+    no_axis = [run for run in runs if "axis" in run.case.args and isinstance(run.error, TypeError)
+               and "axis" in str(run.error)]
+    rest = [run for run in runs if not any(run is r for r in no_axis)]
+    model = _explain(rest, default) if no_axis and rest and not all(right[runs.index(r)] for r in rest) else None
+    if model is not None:
+        return _named_without_axis(fn, name, model, f"\n{where}{also}", first)
     found = fitted.explain((FILL,), runs, lambda run, family, value: run.out is not None and any(
         matches(run.out, p) for p in (family.predict(run.case.args, value) or [])))
     if found is not None:
@@ -375,7 +433,7 @@ def check(fn, time_limit):
     if isinstance(first.error, TypeError) and "axis" in first.case.args:
         key, text = _unexplained(first, name)
         return Diagnosis(False, key, f"{text}\n{where}{also}", first.case.name, "softmax")
-    model = _cause_of_symptom(runs, first)
+    model = _cause_of_symptom(runs, first, default)
     if model is not None:
         return _named(model, f" {FIRST_ONLY}\n{where}{also}", first)
     key, text = _unexplained(first, name)
@@ -388,10 +446,29 @@ def _named(model, rest, first):
     return Diagnosis(False, "+".join(keys), text + rest, first.case.name, "softmax")
 
 
+def _named_without_axis(fn, name, model, rest, first):
+    """A model that explains every input but the one with an axis, which the function refused (it takes none):
+    np.exp passed as the softmax (a ufunc: named as that), or a def with no axis argument."""
+    keys = model.keys()
+    if isinstance(fn, np.ufunc) and "exp_not_normalised" in keys and set(keys) <= {"exp_not_normalised",
+                                                                                  "no_max_subtraction"}:
+        text = (f"You pass np.{name} itself as the softmax: it gives exp of each score, never divided by the sum, so "
+                "the weights do not sum to 1 (nor does it subtract the maximum, or take an axis). Write a function "
+                "of your own: "
+                "def softmax(x, axis=-1): e = np.exp(x - x.max(axis=axis, keepdims=True)); "
+                "return e / e.sum(axis=axis, keepdims=True).")
+        return Diagnosis(False, "exp_not_normalised", text + rest, first.case.name, "softmax")
+    text = "\n".join([_fault_text(k, model) for k in keys] + [_unexplained_axis(name)])
+    return Diagnosis(False, "+".join(keys + ["no_axis_argument"]), text + rest, first.case.name, "softmax")
+
+
+def _unexplained_axis(name):
+    return f"{name} takes no axis. Give it one: def {name}(x, axis=-1), and use it in the maximum and the sum."
+
+
 def _unexplained(run, name):
     if isinstance(run.error, TypeError) and "axis" in run.case.args:
-        return "no_axis_argument", (f"{name} takes no axis. Give it one: def {name}(x, axis=-1), and use it "
-                                    "in the maximum and the sum.")
+        return "no_axis_argument", _unexplained_axis(name)
     if failed(run, name, "the weights") is not None:
         return failed(run, name, "the weights")
     if run.problem is not None:

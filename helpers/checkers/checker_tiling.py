@@ -38,7 +38,7 @@ from helpers.checkers.battery import KV_CACHE_STEP, ONLINE_SOFTMAX_UPDATE, TILED
 from helpers.exercises.feedback import _read
 from helpers.checkers.runner import (
     ATOL, LOW_ATOL, LOW_PRECISION, LOW_RTOL, RTOL, Diagnosis, call, failed, fmt_pair, fn_name, functions_called,
-    mutation_words, not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
+    Yielded, mutation_words, not_attempted, parameter, raised_words, read_numbers, safe_str, side_by_side, too_slow,
 )
 from helpers.tiling import KVCache, online_softmax_update
 
@@ -108,9 +108,10 @@ KV_KEYS = ("new_token_not_attended", "keys_values_swapped", "no_scaling", "no_ma
 
 # The common forms of a mistake, tried one by one: fault -> {choice: its options}
 _FORMS = {
-    "step": {"old_max_kept": {"kept": ("literal", "first")}, "normalised_per_block": {"normalise": ("each", "fa1")},
+    "step": {"old_max_kept": {"kept": ("literal", "first", "returned")},
+             "normalised_per_block": {"normalise": ("each", "fa1")},
              "rescale_inverted": {"inverted": ("guarded", "raw")}},
-    "tiled": {"old_max_kept": {"kept": ("first",)}, "normalised_per_block": {"normalise": ("each", "fa1"),
+    "tiled": {"old_max_kept": {"kept": ("first", "returned")}, "normalised_per_block": {"normalise": ("each", "fa1"),
                                                                            "final": (True, False)},
               "last_block_dropped": {"empty": ("nan", "zeros")}, "batch_transpose": {"slice": ("first", "last")},
               "rescale_inverted": {"inverted": ("guarded",)}},     # unguarded, the first block's inf * 0 is NaN throughout
@@ -119,11 +120,15 @@ _FORMS = {
 }
 
 
-def _forms(piece, faults):
-    """Every combination of the forms of ``faults`` (a dict of choices each), dropping those that are right."""
+def _forms(piece, faults, only=None):
+    """Every combination of the forms of ``faults`` (a dict of choices each), dropping those that are right;
+    only: choice -> the one option to keep (the form a verdict's words are for)."""
     choices = {}
     for fault in faults:
         choices.update(_FORMS[piece].get(fault, {}))
+    for choice, option in (only or {}).items():
+        if choice in choices:
+            choices[choice] = (option,)
     found = [dict(zip(choices, values)) for values in itertools.product(*choices.values())]
     # FlashAttention 1's normalised accumulator with no final division is the right output
     return [f for f in found if not (f.get("normalise") == "fa1" and f.get("final") is False)]
@@ -135,6 +140,9 @@ def _forms(piece, faults):
 
 def _update(m, l, acc, s, V, faults, form):
     """One online-softmax step with ``faults`` (a set of keys) done the way ``form`` says."""
+    if "old_max_kept" in faults and form.get("kept") == "returned":   # the new max computed, used, not returned
+        new, l_new, acc_new = _update(m, l, acc, s, V, set(faults) - {"old_max_kept"}, form)
+        return m, l_new, acc_new
     with np.errstate(all="ignore"):
         kept = "old_max_kept" in faults
         top = (np.broadcast_to(s.max(), s.shape[:-1]) if s.size else s.max(axis=-1)) \
@@ -162,10 +170,12 @@ def _update(m, l, acc, s, V, faults, form):
         return new, l_new, (old + p @ V) / np.where(l_new == 0, 1.0, l_new)[..., None]
 
 
-def _tiled(Q, K, V, block_size, faults, form):
-    """Tiled attention whose loop makes the mistakes ``faults``."""
+def _tiled(Q, K, V, block_size, faults, form, scale=None):
+    """Tiled attention whose loop makes the mistakes ``faults``. scale: the factor of the scores (a fitted family's;
+    None: 1/sqrt(d_k), or 1 with no_scaling)."""
     with np.errstate(all="ignore"):
-        scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(K.shape[-1])
+        if scale is None:
+            scale = 1.0 if "no_scaling" in faults else 1 / np.sqrt(K.shape[-1])
         n_k, rows = K.shape[-2], Q.shape[:-1]
         stop = n_k // block_size * block_size if "last_block_dropped" in faults else n_k
         step = set(faults) - {"no_scaling", "last_block_dropped", "no_max_subtraction", "batch_transpose"}
@@ -302,7 +312,8 @@ def _read_step(value):
 
 def _read_first(value):
     """What a kv_cache_step returned: the output, or the first entry of a tuple (output, weights, ...)."""
-    if isinstance(value, (tuple, list)) and len(value) >= 2 and isinstance(value[0], np.ndarray):
+    if isinstance(value, (tuple, list)) and len(value) >= 2 and isinstance(value[0], np.ndarray) and not isinstance(
+            value, Yielded):
         value = value[0]
     return _read_output(value)
 
@@ -319,6 +330,26 @@ def _explain(runs, keys, agrees):
             if all(agrees(run, set(combo), strict) for run in runs):
                 return combo
     return None
+
+
+FORM_WORDS = {
+    ("old_max_kept", "kept", "returned"):
+        "You compute the new running max and measure the block against it, but keep the old one: you return "
+        "running_max as it came in (or, in a loop, never write m = new_max). Your running_sum and acc are then "
+        "measured against the new max while the running max says the old one, so the next block rescales them by "
+        "the wrong factor: from the first block's -inf it is exp(-inf - m') = 0, and every earlier block is "
+        "dropped. Keep the new max: return new_max, new_sum, new_acc from the step (in a loop, m = new_max after "
+        "each block).",
+}
+"""The words of a fault's other form, where its usual words would be false: (key, choice, option) -> text."""
+
+
+def _form_words(key, found, runs, agrees):
+    """FAULTS[key], or the words of the form of it that explains every run (FORM_WORDS)."""
+    for (k, choice, option), words in FORM_WORDS.items():
+        if k == key and all(agrees(run, set(found), False, {choice: option}) for run in runs):
+            return words
+    return FAULTS[key]
 
 
 def _stub_called(fn, runs, piece):
@@ -360,7 +391,7 @@ def _verdict(fn, runs, piece, right, low, keys, agrees, shown, unexplained, orde
                          first.case.name, piece)
     found = _explain(runs, keys, agrees)
     if found is not None:
-        text = "\n".join(FAULTS[k] for k in found)
+        text = "\n".join(_form_words(k, found, runs, agrees) for k in found)
         return Diagnosis(False, "+".join(found), f"{text}\n{where}{also}", first.case.name, piece)
     key, text = unexplained(first, name)
     return Diagnosis(False, key, f"{text}\n{where}{also}", first.case.name, piece)
@@ -435,13 +466,13 @@ def _run_all(fn, battery, args_of, time_limit, read):
 # online_softmax_update
 # --------------------------------------------------------------------------
 
-def _agrees_step(run, faults, strict):
+def _agrees_step(run, faults, strict, only=None):
     a = run.case.args
     care = None
     if not strict and "neg_inf_nan" not in faults:    # a query with nothing seen yet: any answer will do
         care = np.isfinite(_right_step(run.case)[0])
     return any(_same_step(run.out, _update(*(a[k] for k in STEP_ARGS), faults, form), care)
-               for form in _forms("step", faults))
+               for form in _forms("step", faults, only))
 
 
 def _shown_step(run):
@@ -523,10 +554,10 @@ BLOCK_NAMES = ("block_size", "block", "tile_size", "tile", "b", "B_c")
 """What learners call the block size (FlashAttention's Algorithm 1: B_c)."""
 
 
-def _agrees_tiled(run, faults, strict):
+def _agrees_tiled(run, faults, strict, only=None):
     a = run.case.args
     return any(_same_array(run.out, _tiled(a["Q"], a["K"], a["V"], a["block_size"], faults, form))
-               for form in _forms("tiled", faults))
+               for form in _forms("tiled", faults, only))
 
 
 def check_tiled(fn, time_limit):
@@ -545,6 +576,7 @@ def check_tiled(fn, time_limit):
         "the output has one row per query and one column per value feature, (..., n_q, d_v).",
         "Compare it with scaled_dot_product_attention block by block: the running max, the factor exp(m - m'), "
         "the final division by the running sum.", ["Q", "K", "V"])
+    verdict = _with_families(verdict, runs, TILED_FAMILIES, _right_tiled)
     return _blame_the_step(fn, verdict, time_limit)
 
 
@@ -572,9 +604,10 @@ def _blame_the_step(fn, verdict, time_limit):
 # kv_cache_step
 # --------------------------------------------------------------------------
 
-def _agrees_kv(run, faults, strict):
+def _agrees_kv(run, faults, strict, only=None):
     a = run.case.args
-    return any(_same_array(run.out, _kv(*(a[k] for k in KV_ARGS), faults, form)) for form in _forms("kv", faults))
+    return any(_same_array(run.out, _kv(*(a[k] for k in KV_ARGS), faults, form))
+               for form in _forms("kv", faults, only))
 
 
 def _kv_sizes(a):
@@ -586,44 +619,66 @@ KV_MEANINGS = {"d_k": "d_k = q.shape[-1] is the keys' width", "t + 1": "t + 1 is
                "t": "t = len(cache_keys) is the number of cached tokens", "d_v": "d_v = v.shape[-1] is the values' width"}
 
 
-def _kv_rules(runs, which):
-    """The size rules the scale read off the first wrong step may follow, those of the family ``which``."""
+def _scale_rules(runs, right, scores_of, sizes_of, which, family_of):
+    """The size rules (fitted.size_rules) the scale read off the first wrong run may follow, those of the family
+    ``which`` (``family_of(rule)``). scores_of: args -> (the unscaled scores, weights -> the output), for
+    checker_attention.fit_scale."""
     from helpers.checkers.checker_attention import fit_scale
     for run in runs:
-        a = run.case.args
-        want = _right_kv(run.case)
+        want = right(run.case)
         if run.out is None or run.out.shape != want.shape or _same_array(run.out, want):
             continue
-        keys, values = np.vstack([a["cache_keys"], a["k"]]), np.vstack([a["cache_values"], a["v"]])
-        s = fit_scale(keys @ a["q"], lambda W: W @ values, run.out)
+        scores, finish = scores_of(run.case.args)
+        s = fit_scale(scores, finish, run.out)
         if s is not None:
-            return [r for r in fitted.size_rules(1 / s, _kv_sizes(a)) if _kv_family(r) == which]
+            return [r for r in fitted.size_rules(1 / s, sizes_of(run.case.args)) if family_of(r) == which]
     return []
+
+
+def _kv_scores(a):
+    keys, values = np.vstack([a["cache_keys"], a["k"]]), np.vstack([a["cache_values"], a["v"]])
+    return keys @ a["q"], lambda W: W @ values
+
+
+def _kv_rules(runs, which):
+    """The size rules the scale read off the first wrong step may follow, those of the family ``which``."""
+    return _scale_rules(runs, _right_kv, _kv_scores, _kv_sizes, which, _kv_family)
 
 
 def _kv_family(rule):
     if rule.name is None:
         return "constant_scale"
-    if rule.power == 0.5 and rule.factor == 1.0 and rule.name in ("t + 1", "d_v", "d_k"):
-        return {"t + 1": "scale_by_n_keys", "d_v": "scale_by_d_v", "d_k": "right"}[rule.name]
+    if rule.power == 0.5 and rule.factor == 1.0 and rule.name in ("t + 1", "t", "d_v", "d_k"):
+        return {"t + 1": "scale_by_n_keys", "t": "scale_by_n_keys", "d_v": "scale_by_d_v", "d_k": "right"}[rule.name]
     return "scale_by_shape"
 
 
 def _kv_words(rule, run):
     from helpers.checkers.checker_attention import scale_words
     a = run.case.args
+    if rule.name == "t" and rule.power == 0.5 and rule.factor == 1.0:      # sqrt(len(cache_keys)): the off-by-one
+        return ("You divide the scores by sqrt(len(cache_keys)) = sqrt(t), the number of cached tokens: one fewer than "
+                "the t + 1 keys the query attends to (the new token's own included), and neither is the formula's "
+                "scale. On the first token the cache is empty, t = 0, so you divide by sqrt(0) = 0: the scores "
+                f"become inf and the output NaN. Divide q . k_j by np.sqrt(q.shape[-1]) = sqrt(d_k) = "
+                f"sqrt({a['q'].shape[-1]}), the keys' width, whatever the number of keys.")
     if rule.name is None:
-        return (f"You divide the scores by {rule.formula()} whatever d_k is, which is right only when d_k = "
-                f"{fitted.SizeRule(None, 1.0, rule.factor ** 2).formula()}. Divide q . k_j by np.sqrt(d_k), d_k = "
-                "q.shape[-1]: a fixed number does not follow the keys' width.")
+        return _constant_words(rule, "q . k_j by np.sqrt(d_k), d_k = q.shape[-1]")
     return scale_words(rule, _kv_sizes(a), KV_MEANINGS, run.case.words, a["q"].shape[-1]).replace(
         "np.sqrt(K.shape[-1])", "np.sqrt(q.shape[-1])")
+
+
+def _constant_words(rule, divide):
+    """The words of a constant scale (rule.name None): what it is right for, and what to divide by instead."""
+    return (f"You divide the scores by {rule.formula()} whatever d_k is, which is right only when d_k = "
+            f"{fitted.SizeRule(None, 1.0, rule.factor ** 2).formula()}. Divide {divide}: a fixed number does not "
+            "follow the keys' width.")
 
 
 def _kv_scale_family(key):
     return fitted.Family(key, "scale", fit=lambda runs: _kv_rules(runs, key),
                          model=lambda a, rule: _kv(*(a[k] for k in KV_ARGS), frozenset(), {},
-                                                   scale=1 / rule.value(_kv_sizes(a))),
+                                                   scale=np.divide(1.0, rule.value(_kv_sizes(a)))),
                          words=_kv_words)
 
 
@@ -635,18 +690,69 @@ size), tried when no fixed fault explains the output."""
 KV_FAMILY_KEYS = tuple(f.key for f in KV_FAMILIES)
 
 
+def _tiled_sizes(a):
+    return {"d_k": a["K"].shape[-1], "block_size": a["block_size"], "n_k": a["K"].shape[-2], "n_q": a["Q"].shape[-2],
+            "d_v": a["V"].shape[-1]}
+
+
+TILED_MEANINGS = {"d_k": "d_k = K.shape[-1] is the keys' width", "block_size": "block_size is the number of keys "
+                  "in each block (the tiling's choice, not a property of the scores)",
+                  "n_k": "n_k = K.shape[-2] is the number of keys", "n_q": "n_q = Q.shape[-2] is the number of queries",
+                  "d_v": "d_v = V.shape[-1] is the values' width"}
+
+
+def _tiled_family(rule):
+    if rule.name is None:
+        return "constant_scale"
+    if rule.power == 0.5 and rule.factor == 1.0 and rule.name in ("n_k", "d_v", "d_k"):
+        return {"n_k": "scale_by_n_keys", "d_v": "scale_by_d_v", "d_k": "right"}[rule.name]
+    return "scale_by_shape"
+
+
+def _tiled_scores(a):
+    return a["Q"] @ np.swapaxes(a["K"], -1, -2), lambda W: W @ a["V"]
+
+
+def _tiled_words(rule, run):
+    from helpers.checkers.checker_attention import scale_words
+    a = run.case.args
+    if rule.name is None:
+        return _constant_words(rule, "Q @ K_block^T by np.sqrt(K.shape[-1])")
+    return scale_words(rule, _tiled_sizes(a), TILED_MEANINGS, run.case.words, a["K"].shape[-1])
+
+
+def _tiled_scale_family(key):
+    return fitted.Family(key, "scale", fit=lambda runs: _scale_rules(runs, _right_tiled, _tiled_scores, _tiled_sizes,
+                                                                     key, _tiled_family),
+                         model=lambda a, rule: _tiled(a["Q"], a["K"], a["V"], a["block_size"], frozenset(), {},
+                                                      scale=np.divide(1.0, rule.value(_tiled_sizes(a)))),
+                         words=_tiled_words)
+
+
+TILED_FAMILIES = tuple(_tiled_scale_family(key) for key in ("scale_by_n_keys", "scale_by_d_v", "constant_scale",
+                                                             "scale_by_shape"))
+"""tiled_attention's faults with a parameter: a scale read off the output, named by what it equals as the KV step's
+are (sqrt(block_size), the tiling's own size: scale_by_shape; sqrt(n_k): scale_by_n_keys; sqrt(d_v); a constant)."""
+TILED_FAMILY_KEYS = tuple(f.key for f in TILED_FAMILIES)
+
+
 def check_kv_step(fn, time_limit):
     """Run ``fn(cache_keys, cache_values, q, k, v)`` on its battery and return its Diagnosis."""
     runs = _run_all(fn, KV_CACHE_STEP, lambda c: ([(k, c.args[k]) for k in KV_ARGS], {}), time_limit, _read_first)
-    verdict = _kv_verdict(fn, runs)
+    return _with_families(_kv_verdict(fn, runs), runs, KV_FAMILIES, _right_kv)
+
+
+def _with_families(verdict, runs, families, right):
+    """The verdict, or, where it is only a symptom or "different", the first family (a fitted scale) that explains
+    every run, named with the learner's value in place of the symptom's sentence."""
     if verdict.correct or verdict.mistake not in ("different", "nan_inf", "wrong_shape", "raised"):
         return verdict
-    found = fitted.explain(KV_FAMILIES, runs, lambda run, family, value: _same_array(
+    found = fitted.explain(families, runs, lambda run, family, value: _same_array(
         run.out, family.predict(run.case.args, value)[0] if family.predict(run.case.args, value) else None))
     if found is None:
         return verdict
     family, value = found
-    first = next(run for run in runs if not _same_array(run.out, _right_kv(run.case)))
+    first = next(run for run in runs if not _same_array(run.out, right(run.case)))
     text = family.words(value, first) + "\n" + verdict.text.split("\n", 1)[1]
     return dataclasses.replace(verdict, mistake=family.key, text=text)
 

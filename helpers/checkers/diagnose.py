@@ -38,13 +38,24 @@ or take too long. A stub of the workbook, which raises NotImplementedError,
 is "not attempted yet". The time limit is soft: each call runs in a
 background thread, and ``diagnose`` stops waiting for it after
 ``time_limit`` seconds (default :data:`TIME_LIMIT`, 2 s; a right answer on
-these inputs takes well under a millisecond). Python cannot stop a running
-call from outside, so a function that never ends keeps running in the
-background until the kernel is restarted; ``diagnose`` says so.
+these inputs takes well under a millisecond). One ``diagnose`` waits at
+most :data:`~helpers.checkers.runner.BUDGET_CALLS` (5) times the time limit
+in all, 10 s by default: past that it stops calling and says ``too_slow``
+with the time per call. Python cannot stop a running call from outside, so
+a function that never ends keeps running in the background until the
+kernel is restarted; ``diagnose`` says so.
+
+An output given as a generator, map, iterator or by a generator function
+(``yield``) is read once, as the list it yields, and its numbers judged;
+the verdict says how it was given, the same sentence in every piece. Right
+numbers given so are ``not_an_array`` (the later cells compute with the
+output, and a generator gives its items once); a right list stays Correct,
+with a note.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import numbers
 import os
@@ -56,6 +67,7 @@ from helpers.checkers import checker_attention, checker_masks, checker_softmax
 from helpers.checkers import checker_backward, checker_heads, checker_positions, checker_tiling
 from helpers.checkers import checker_rope
 from helpers.checkers.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
+from helpers.checkers import runner
 from helpers.checkers.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, fn_name, safe_str  # noqa: F401 (re-exported)
 
 __all__ = ["diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES"]
@@ -105,14 +117,15 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
     options: for attention only, ``masks=False`` / ``batches=False`` leave
         out the masked inputs, or the batch, for a stage of the course before
         they are taught (``diagnose(fn, masks=False, batches=False)``).
-    time_limit: seconds to wait for one call (soft: see the module docstring).
+    time_limit: seconds to wait for one call (soft: see the module docstring); the whole diagnose waits at
+        most 5 times as long.
 
     Returns a :class:`Diagnosis` (a :class:`~helpers.exercises.Feedback`):
     ``.correct`` is True when every output is right (rtol 1e-4, atol 1e-6,
     against the course's function; masks exactly); otherwise ``.mistake`` is
     a misconception key (INSTRUCTORS.md lists them), one of the keys every
     piece shares (not_attempted, too_slow, mutates_inputs, low_precision,
-    exit, raised, returned_none, not_numbers, nan_inf, wrong_shape;
+    exit, raised, returned_none, not_numbers, not_an_array, nan_inf, wrong_shape;
     syntax_error, with no verdict, when the file that defines fn, such as
     workbook.py, no longer compiles), or
     "different" when the output is wrong in a way no named mistake explains;
@@ -146,7 +159,9 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
     if unsaved is not None:
         return unsaved
     try:
-        return check(fn, float(time_limit), **{k: bool(v) for k, v in options.items()})
+        with runner.budget(runner.BUDGET_CALLS * float(time_limit)), runner.returns_noted() as given:
+            verdict = check(fn, float(time_limit), **{k: bool(v) for k, v in options.items()})
+        return _given_as(fn, verdict, given, piece)
     except KeyboardInterrupt:
         return Diagnosis(False, "interrupted", "diagnose was interrupted before it could finish (the stop button?). "
                          "If your function runs for long, look for a loop that never ends.", None, piece)
@@ -154,6 +169,28 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         return Diagnosis(False, "not_diagnosed",
                          f"diagnose could not finish ({safe_str(type(exc).__name__)}). Run your function on a "
                          "small input yourself and compare it with the course's own.", None, piece)
+
+
+GIVEN_AS_KEY = "not_an_array"
+"""The key of a function whose numbers are right but which gives them as a generator, map, iterator or a generator
+function's yield (not Correct: the course's later cells compute with the output, and a generator gives its items
+once). A right function returning a list is Correct, with the same kind of note."""
+
+
+def _given_as(fn, verdict, given, piece):
+    """The verdict, told how ``fn`` gave its output when it was not an array (``given``: runner.returns_noted's
+    pairs): right numbers given lazily are ``not_an_array``; a list stays Correct with a note; a wrong function keeps
+    its key, with the sentence on a line of its own."""
+    how = next((h for f, h in given if f is fn and h != "a list"), None) or next(
+        (h for f, h in given if f is fn), None)
+    if how is None or verdict.mistake in ("not_attempted", "too_slow", "interrupted", "not_diagnosed"):
+        return verdict
+    said = runner.given_as_words(fn, how, piece)
+    if verdict.correct and how != "a list":
+        return dataclasses.replace(verdict, correct=False, mistake=GIVEN_AS_KEY, text=(
+            f"{said}\nRead as the {'value' if how == 'yield' else 'list'} it yields, its numbers are right: "
+            + verdict.text.replace("Correct! ", "", 1)))
+    return dataclasses.replace(verdict, text=f"{verdict.text}\n({said})")
 
 
 def _syntax_error(fn, piece):

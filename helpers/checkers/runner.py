@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import itertools
 import threading
+import time
 import types
 import warnings
 from dataclasses import dataclass
@@ -27,13 +29,52 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.course import BUILT_IN
-from helpers.exercises.feedback import Feedback, _read
+from helpers.exercises.feedback import READ_LIMIT, Feedback, _lazy_kind, _read
 from helpers.exercises.static import BuildCell
 
 __all__ = ["Diagnosis", "TIME_LIMIT", "RTOL", "ATOL"]
 
 TIME_LIMIT = 2.0
 """Seconds ``diagnose`` waits for one call of the learner's function (soft: see the diagnose module's docstring)."""
+BUDGET_CALLS = 5
+"""One ``diagnose`` waits for the learner's function at most this many times ``time_limit`` in all (10 s with the
+default 2 s): a function a little under the limit on each of a battery's 14 calls would otherwise take half a
+minute. Past the budget ``diagnose`` stops calling and says ``too_slow``, with the time per call."""
+
+_deadline = [None, None]
+"""When the running diagnose's budget ends (time.monotonic()) and how many seconds it holds, or None outside
+diagnose (no budget)."""
+
+
+@contextlib.contextmanager
+def budget(seconds):
+    """Calls made inside (by :func:`call`) wait for the learner's function ``seconds`` in all, then no more; nested
+    budgets keep the outer one's end when it comes first."""
+    outer = list(_deadline)
+    end = time.monotonic() + seconds
+    if outer[0] is None or end < outer[0]:
+        _deadline[:] = [end, seconds]
+    try:
+        yield
+    finally:
+        _deadline[:] = outer
+
+
+_returned = [None]
+"""While :func:`returns_noted` runs: the list of (fn, how it returned its output) of every call whose function gave
+a generator, map, iterator or list (:attr:`Run.given_as`)."""
+
+
+@contextlib.contextmanager
+def returns_noted():
+    """Collect, for the calls made inside, how each function gave its output when it was not an array
+    (``(fn, given_as)`` pairs, in a list yielded to the caller)."""
+    outer, seen = _returned[0], []
+    _returned[0] = seen
+    try:
+        yield seen
+    finally:
+        _returned[0] = outer
 RTOL, ATOL = 1e-4, 1e-6
 """How close an output must be to count as the same: loose enough for float32 arithmetic,
 far tighter than any difference a mistake makes on the battery (tests/test_diagnose.py checks that)."""
@@ -84,6 +125,37 @@ class Run:
     weights: np.ndarray | None = None
     printed: bool = False
     mutated: tuple = ()
+    seconds: float = 0.0                # how long the call took (or was waited for)
+    over_budget: bool = False           # stopped, or never made, because diagnose's whole budget was spent
+    given_as: str | None = None         # "a generator", "a map(...)", "a list" ...: how a non-array output came
+
+
+def _unrolled(fn, value):
+    """(value, how it was given) for what ``fn`` returned: a generator, map, zip, range or other iterator is read
+    into the list it yields (at most READ_LIMIT items; the learner's code runs while it is read, so this runs in the
+    call's thread), and a generator function (one that uses yield) that yields one value gives that value. A list
+    at the top (of numbers or rows, as .tolist() gives) is named too; anything else: (value, None)."""
+    kind = _lazy_kind(value)
+    if kind is None:
+        holds_arrays = isinstance(value, list) and any(isinstance(v, (np.ndarray, tuple)) for v in value)
+        return value, ("a list" if type(value) is list and value and not holds_arrays else None)
+    items = list(itertools.islice(value, READ_LIMIT + 1))
+    if len(items) > READ_LIMIT:
+        raise _Endless(kind)
+    if inspect.isgeneratorfunction(fn) or inspect.isgeneratorfunction(getattr(fn, "__call__", None)):
+        kind = "yield"
+        if len(items) == 1:
+            return items[0], kind
+    return Yielded(items), kind
+
+
+class Yielded(list):
+    """The items a generator, map or iterator gave, read into a list: never taken for an (output, weights) pair,
+    as a generator of two rows would be."""
+
+
+class _Endless(Exception):
+    """What a function returned yields more than READ_LIMIT items: it may never end."""
 
 
 NOT_THE_ARGUMENT = ("scale", "drop", "temp", "bias", "causal", "axis", "dim", "eps", "head", "d_k")
@@ -125,6 +197,8 @@ def read_numbers(value, pair=False):
     and a longer tuple whose first entry is an array is read as its output first (``(output, weights, scores)``;
     the weights of such a tuple are not read: None)."""
     weights = None
+    if isinstance(value, Yielded):                  # rows given one by one, not a tuple of results
+        pair = False
     if pair and isinstance(value, tuple) and len(value) > 2 and isinstance(value[0], np.ndarray):
         value = value[0]
     elif pair and (isinstance(value, tuple) and len(value) == 2 or (
@@ -153,23 +227,40 @@ def call(fn, case, args, kwargs, time_limit, read=read_numbers):
     def target():
         try:
             with np.errstate(all="ignore"):
-                box["value"] = fn(*[a for _, a in fresh_args], **fresh_kwargs)
+                box["value"], box["given_as"] = _unrolled(fn, fn(*[a for _, a in fresh_args], **fresh_kwargs))
+        except _Endless as endless:
+            box["endless"] = endless.args[0]
         except BaseException as exc:       # SystemExit and KeyboardInterrupt too: report, never raise
             box["error"] = exc
 
     run = Run(case)
+    wait = time_limit
+    if _deadline[0] is not None:
+        wait = min(time_limit, _deadline[0] - time.monotonic())
+        if wait <= 0:                      # diagnose's whole budget is spent: no more calls
+            run.finished, run.over_budget = False, True
+            return run
     printed = io.StringIO()
     thread = threading.Thread(target=target, name="diagnose", daemon=True)
+    started = time.monotonic()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         thread.start()
-        thread.join(time_limit)
+        thread.join(wait)
+    run.seconds = time.monotonic() - started
     run.printed = bool(printed.getvalue())
     if thread.is_alive():
-        run.finished = False
+        run.finished, run.over_budget = False, wait < time_limit
         return run
     run.error = box.get("error")
     if run.error is not None:
+        return run
+    run.given_as = box.get("given_as") or box.get("endless")
+    if run.given_as is not None and _returned[0] is not None:
+        _returned[0].append((fn, run.given_as))
+    if "endless" in box:
+        run.problem = (f"returned {box['endless']} that did not end within {READ_LIMIT:,} items (it may never end). "
+                       "Return an array: np.array(...).")
         return run
     before = list(args) + list(kwargs.items())
     after = [a for _, a in fresh_args] + list(fresh_kwargs.values())
@@ -319,10 +410,23 @@ def not_attempted(fn, runs, piece):
 
 
 def too_slow(fn, runs, piece):
-    """The verdict when a call did not finish within the time limit. None otherwise."""
+    """The verdict when a call did not finish within the time limit, or diagnose's whole budget
+    (:data:`BUDGET_CALLS` times the time limit) ran out. None otherwise."""
     slow = next((run for run in runs if not run.finished), None)
     if slow is None:
         return None
+    if slow.over_budget:
+        done = [run for run in runs if run.finished]
+        each = sum(run.seconds for run in done) / len(done) if done else slow.seconds
+        still = (" The call diagnose stopped waiting for keeps running in the background (Python cannot stop it): "
+                 "restart the kernel if the notebook slows down." if slow.seconds > 0 else "")
+        total = f" ({_deadline[1]:.2g} s here)" if _deadline[1] is not None else ""
+        return Diagnosis(False, "too_slow",
+                         f"{fn_name(fn)} takes about {each:.2g} s per call, and one diagnose waits at most "
+                         f"{BUDGET_CALLS} times the time limit in all{total}, so it stopped after {len(done)} "
+                         f"inputs, on {slow.case.words}. A right answer on inputs this small takes well under a "
+                         "millisecond a call: look for a loop that runs far more often than it needs to, or a "
+                         f"time.sleep.{still}", slow.case.name, piece)
     return Diagnosis(False, "too_slow",
                      f"{fn_name(fn)} did not finish within the time limit on {slow.case.words}. A right answer on "
                      "inputs this small takes well under a millisecond: look for a loop that never ends. "
@@ -330,14 +434,34 @@ def too_slow(fn, runs, piece):
                      "the background, so restart the kernel if the notebook slows down.", slow.case.name, piece)
 
 
+def given_as_words(fn, how, piece=None):
+    """The sentence that says how ``fn`` gave its output when it was not an array (:attr:`Run.given_as`): the same
+    in every piece (but the online step's, whose output is three arrays)."""
+    course, fix = "an array", "return np.array(...)"
+    if piece == "online_softmax_update":
+        course, fix = "a tuple of three arrays", "return new_max, new_sum, new_acc"
+    if how == "yield":
+        return (f"{fn_name(fn)} is a generator function (it uses yield), so calling it gives a generator, not its "
+                f"output; the course's returns {course}: write return where you wrote yield.")
+    if how == "a list":
+        return (f"Your function returns a list; the course's returns {course}, which the later cells compute with: "
+                f"{fix} (or leave out .tolist()).")
+    return (f"Your function returns {how}; the course's returns {course}: {fix}"
+            + (" of it (np.array(list(...)))" if piece != "online_softmax_update" else "")
+            + f". {how[0].upper() + how[1:]} gives its items only once, and the later cells compute with the output.")
+
+
 def mutation_words(runs, order):
     """(sentence, names) for inputs the function changed in place, or ("", [])."""
     mutated = sorted({m for run in runs for m in run.mutated}, key=lambda m: order.index(m) if m in order else 99)
     if not mutated:
         return "", []
-    return (f"it changes its input{'s' if len(mutated) > 1 else ''} {', '.join(mutated)} in place (as x /= ... "
-            "or m = mask; m[...] = ... do), and so changes the caller's arrays: make new arrays instead "
-            "(x = x / ...)."), mutated
+    first, more = mutated[0], len(mutated) > 1
+    return (f"it changes its input{'s' if more else ''} {', '.join(mutated[:-1]) + ' and ' if more else ''}"
+            f"{mutated[-1]} in place ({first} /= ..., "
+            f"{first}[...] = ... or np.exp({first}, out={first}) write into the caller's array{'s' if more else ''}; "
+            f"so does a name for it, m = {first}; m[...] = ...): make a new array instead, {first} = {first} / ... "
+            f"or np.where(..., {first}, ...)."), mutated
 
 
 LOW_PRECISION = ("{name} agrees with the expected output only to about three significant digits, as arithmetic in "
@@ -359,7 +483,7 @@ def failed(run, name, returns):
 def raised_words(run, name):
     """What to say about a call that raised, exited, or returned no numbers."""
     if isinstance(run.error, SystemExit):
-        return "It called exit() (SystemExit), which would stop a script: return the output instead."
+        return "It called exit() (SystemExit), which would stop a script."
     if run.error is not None:
         return f"It raised {type(run.error).__name__}: {safe_str(run.error)}"
     return "It " + run.problem
