@@ -42,7 +42,7 @@ from helpers.attention import causal_mask as course_causal_mask, padding_mask as
 from helpers.checkers.checker_attention import MASK_NAMES
 from helpers.checkers.checker_softmax import AXIS_NAMES
 from helpers.checkers.diagnose import diagnose
-from helpers.checkers.runner import parameter
+from helpers.checkers.runner import parameter, read_numbers
 from helpers.course import BUILT_IN
 
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
@@ -82,8 +82,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     quiet: True prints no line.
 
     Returns a function with the course's signature:
-    ``softmax(x, axis=-1)`` -> weights the shape of x (your function itself
-    when its axis is called axis); ``attention(Q, K, V, mask=None,
+    ``softmax(x, axis=-1)`` -> weights the shape of x, an array (a list yours
+    returns is read as one); ``attention(Q, K, V, mask=None,
     scale=None)`` -> (output (..., n_q, d_v), weights (..., n_q, n_k)), as
     ``scaled_dot_product_attention``; ``causal_mask(n)`` -> (n, n) bool;
     ``padding_mask(is_real, num_heads=None)`` -> (B, 1, n_k) bool, or
@@ -250,13 +250,26 @@ def _adapt(name, fn, options):
     return _adapt_softmax(fn) if name == "softmax" else _adapt_attention(fn, options)
 
 
+def _numbers(name, value, pair=False):
+    """(output, weights or None) of what your function returned, read as diagnose reads it (a list of numbers
+    becomes an array; a tuple of three or more is read as its output first); ValueError for what is no array."""
+    out, weights, problem = read_numbers(value, pair=pair)
+    if problem is not None:
+        raise ValueError(f"your {name} {problem}")
+    return out, weights
+
+
 def _adapt_softmax(fn):
     place = parameter(fn, AXIS_NAMES, 1)
-    if place in (("keyword", "axis"), None):
-        return fn if place else functools.update_wrapper(lambda x, axis=-1: fn(x), fn)
 
     def softmax(x, axis=-1):
-        return fn(x, axis) if place[0] == "position" else fn(x, **{place[1]: axis})
+        if place is None:
+            value = fn(x)
+        elif place[0] == "position":
+            value = fn(x, axis)
+        else:
+            value = fn(x, **{place[1]: axis})
+        return value if isinstance(value, np.ndarray) else _numbers("softmax", value)[0]
     return functools.update_wrapper(softmax, fn)
 
 
@@ -275,12 +288,12 @@ def _adapt_attention(fn, options):
             mask = inputs.checked_mask(mask, batch + (Q.shape[-2], K.shape[-2]))
         if scale is not None:    # yours divides by sqrt(d_k): scale Q so the scores come out times scale
             Q = Q * (inputs.checked_scale(scale, K.shape[-1]) * np.sqrt(K.shape[-1]))
-        result = run(Q, K, V, mask)
-        if isinstance(result, (tuple, list)) and len(result) == 2:
-            return np.asarray(result[0]), np.asarray(result[1])
+        output, weights = _numbers("attention", run(Q, K, V, mask), pair=True)
+        if weights is not None:
+            return output, weights
         n_k = K.shape[-2]       # output only: the weights are your attention on V = I, since weights @ I = weights
         identity = np.broadcast_to(np.eye(n_k), K.shape[:-2] + (n_k, n_k)).copy()
-        return np.asarray(result), np.asarray(run(Q, K, identity, mask))
+        return output, _numbers("attention", run(Q, K, identity, mask), pair=True)[0]
     return functools.update_wrapper(attention, fn)
 
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -119,7 +120,7 @@ def test_the_repository_workbook_is_the_stubs_and_gives_the_course_functions(cap
 def test_a_worked_function_runs_and_says_yours(capsys):
     mine = types.SimpleNamespace(**WORKED)
     fn, line = chosen(capsys, "softmax", workbook=mine)
-    assert fn is WORKED["softmax"] and line == "your softmax"
+    assert inspect.unwrap(fn) is WORKED["softmax"] and line == "your softmax"
     fn, line = chosen(capsys, "attention", workbook=mine)
     assert line == "your attention"
     out, weights = fn(Q, K, V)
@@ -133,7 +134,7 @@ def test_a_wrong_function_gives_the_course_and_names_its_key(capsys):
     assert fn is course_softmax
     assert line.startswith("the course's softmax (yours: no_max_subtraction") and "see Build it in notebook 01" in line
     fn, line = chosen(capsys, "softmax", "yours", workbook=types.SimpleNamespace(softmax=naive_softmax))
-    assert fn is naive_softmax and line.startswith("your softmax (diagnose: no_max_subtraction")
+    assert inspect.unwrap(fn) is naive_softmax and line.startswith("your softmax (diagnose: no_max_subtraction")
 
 
 def test_the_course_on_request_to_compare(capsys):
@@ -146,14 +147,15 @@ def test_the_course_on_request_to_compare(capsys):
 
 def test_a_right_float32_or_loop_version_runs_as_it_is(capsys):
     fn, line = chosen(capsys, "softmax", workbook=types.SimpleNamespace(softmax=float32_softmax))
-    assert fn is float32_softmax and line == "your softmax (in float32)"
+    assert inspect.unwrap(fn) is float32_softmax and line == "your softmax (in float32)"
     assert fn(np.array([1000.0, 1001.0])).dtype == np.float32
     fn, line = chosen(capsys, "softmax", workbook=types.SimpleNamespace(softmax=loop_softmax))
-    assert fn is loop_softmax and line == "your softmax"
+    assert inspect.unwrap(fn) is loop_softmax and line == "your softmax"
     # a cell whose digits need float64 keeps the course's, and says why
     fn, line = chosen(capsys, "softmax", float64=True, workbook=types.SimpleNamespace(softmax=float32_softmax))
     assert fn is course_softmax and line == "the course's softmax (yours is float32; this cell needs float64)"
-    assert piece("softmax", float64=True, quiet=True, workbook=types.SimpleNamespace(softmax=loop_softmax)) is loop_softmax
+    assert piece("softmax", float64=True, quiet=True,
+                 workbook=types.SimpleNamespace(softmax=loop_softmax)).__wrapped__ is loop_softmax
 
 
 def test_no_workbook_function_gives_the_course_and_says_so(capsys):
@@ -453,3 +455,37 @@ def test_the_learner_multi_head_adapted(capsys):
     with pytest.raises(ValueError, match=r"W_O"):
         worked(X6, *W6[:3], np.eye(5), 2)
     assert capsys.readouterr().out == ""
+
+
+# ------------------------------------------------------------ what yours returns, read as diagnose reads it
+
+def test_a_right_function_returning_a_list_or_three_things_runs_the_cells_as_arrays(tmp_path):
+    """A softmax that returns .tolist() and an attention that returns (output, weights, scores) are right for
+    diagnose; the cells then get arrays from them (a second review found them handed on as they were)."""
+    source = workbook_source() + '''
+
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return (e / np.sum(e, axis=axis, keepdims=True)).tolist()
+
+
+def attention(Q, K, V, mask=None):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    top = np.max(s, axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(total == 0, 1.0, total)
+    return w @ V, w, s
+'''
+    (tmp_path / "lists.py").write_text(source)
+    wb = module_from(tmp_path / "lists.py", "lists_for_pieces")
+    sm = piece("softmax", workbook=wb, quiet=True)
+    x = np.array([[0.0, 1.0, 2.0], [3.0, 3.0, 3.0]])
+    assert isinstance(sm(x), np.ndarray) and np.allclose(sm(x), course_softmax(x))
+    at = piece("attention", workbook=wb, quiet=True)
+    Q = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 2.0]])
+    out, w = at(Q, Q, Q)
+    want_out, want_w = scaled_dot_product_attention(Q, Q, Q)
+    assert np.allclose(out, want_out) and np.allclose(w, want_w)
