@@ -167,7 +167,7 @@ NAMED_IN_ISSUE = {
     "not attempted yet": "not_attempted",
 }
 
-_CAUSAL_OK = """s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)
+_HIDDEN_OK = """s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)
 e = np.exp(s - s.max(axis=1, keepdims=True))
 w = e / e.sum(axis=1, keepdims=True)"""
 _THREE = """Q = X3 @ W_Q3
@@ -204,63 +204,65 @@ CASES = {
             ("rounded", "answer = 1", "whole numbers"),
             ("type", "answer = float", "float(x)"),
             ("function", "answer = np.dot"),
-            ("other_exercise", "answer = W_c", "the (4, 4) matrix of masked attention weights"),
+            ("other_exercise", _HIDDEN_OK + "\nanswer = w", "the (4, 4) matrix of masked attention weights"),
         ],
-        "ex_causal": [
-            (None, _CAUSAL_OK + "\nanswer = w"),
-            (None, _CAUSAL_OK + "\nanswer = w.tolist()", "Python list"),
+        "ex_hidden": [   # exercise 3: every word without river (no_river hides its column)
+            (None, _HIDDEN_OK + "\nanswer = w"),
+            (None, _HIDDEN_OK + "\nanswer = w.tolist()", "Python list"),
             ("not_attempted", "answer = ..."),
             ("mask_after_softmax",
-             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nanswer = w * mask"),
+             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nanswer = w * no_river"),
             ("mask_after_softmax",
-             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nw[~mask] = 0\nanswer = w"),
+             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nw[~no_river] = 0\nanswer = w"),
             ("mask_times_zero",
-             "s = (Q @ K.T / np.sqrt(d_k)) * mask\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+             "s = (Q @ K.T / np.sqrt(d_k)) * no_river\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("no_mask", "e = np.exp(Q @ K.T / np.sqrt(d_k))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("mask_flipped",
-             "upper = np.triu(np.ones((4, 4), dtype=bool))\ns = np.where(upper, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
-             "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("mask_inverted", "answer = softmax(np.where(mask, -np.inf, Q @ K.T / np.sqrt(d_k)))"),  # True = hidden
-            ("nan_inf",
-             "below = np.tril(np.ones((4, 4), dtype=bool), k=-1)\ns = np.where(below, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
+            ("mask_flipped", "answer = softmax(np.where(no_river.T, Q @ K.T / np.sqrt(d_k), -np.inf))",
+             "you applied its transpose"),
+            ("mask_inverted", "answer = softmax(np.where(no_river, -np.inf, Q @ K.T / np.sqrt(d_k)))"),  # True = hidden
+            ("nan_inf",      # river's row hidden, not its column: a query with nothing to read, 0 / 0
+             "m = np.ones((4, 4), dtype=bool)\nm[1] = False\ns = np.where(m, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
              "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)", "check your mask"),
-            ("wrong_axis",
-             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
-             "answer = e / e.sum(axis=0, keepdims=True)"),
+            ("no_mask", "answer = W", "the keys the mask hides"),   # the weights section 8 printed
+            ("different", "answer = W_c"),                           # the causal weights of section 12
+            ("wrong_axis", "answer = softmax(np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf), axis=0)"),
+            ("nan_inf",      # the same by hand: river's column sums to 0, and 0 / 0 is NaN
+             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+             "answer = e / e.sum(axis=0, keepdims=True)", "NaN"),
             ("transposed_scores",
-             "s = np.where(mask, K @ Q.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+             "s = np.where(no_river, K @ Q.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
              "answer = e / e.sum(axis=1, keepdims=True)"),
             ("no_scaling",
-             "s = np.where(mask, Q @ K.T, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+             "s = np.where(no_river, Q @ K.T, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("divided_by_d_k",
-             "s = np.where(mask, Q @ K.T / d_k, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+             "s = np.where(no_river, Q @ K.T / d_k, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
             ("whole_matrix_normalised",
-             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum()"),
-            ("exp_not_normalised", "answer = np.exp(np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf))"),
+             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum()"),
+            ("exp_not_normalised", "answer = np.exp(np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf))"),
             ("keepdims_forgotten",
-             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1)"),
-            ("transposed", _CAUSAL_OK + "\nanswer = w.T"),
+             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1)"),
+            ("transposed", _HIDDEN_OK + "\nanswer = w.T"),
             ("sum_not_one",
-             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
              "answer = e / e.max(axis=1, keepdims=True)"),
-            ("shape", _CAUSAL_OK + "\nanswer = w[bank]", "(4, 4)"),
+            ("shape", _HIDDEN_OK + "\nanswer = w[bank]", "(4, 4)"),
             ("nan_inf",
-             "s = np.where(mask, Q @ K.T / np.sqrt(d_k), np.inf)\ne = np.exp(s)\n"
+             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), np.inf)\ne = np.exp(s)\n"
              "answer = e / e.sum(axis=1, keepdims=True)", "NaN"),
             ("unreadable", "answer = [[1.0], [0.2, 0.8]]", "same length"),
-            ("no_softmax", "answer = np.where(mask, Q @ K.T / np.sqrt(2), -np.inf)", "masked scores"),
-            ("no_softmax", "answer = np.where(mask, Q @ K.T / np.sqrt(d_k), -1e9)", "masked scores"),
-            ("raw_scores", "answer = np.where(mask, Q @ K.T, -np.inf)", "masked"),
+            ("no_softmax", "answer = np.where(no_river, Q @ K.T / np.sqrt(2), -np.inf)", "masked scores"),
+            ("no_softmax", "answer = np.where(no_river, Q @ K.T / np.sqrt(d_k), -1e9)", "masked scores"),
+            ("raw_scores", "answer = np.where(no_river, Q @ K.T, -np.inf)", "masked"),
             ("no_softmax", "answer = Q @ K.T / np.sqrt(d_k)", "before the mask"),
-            ("nan_inf", "answer = np.where(mask, 0.5, -np.inf)", "-inf (minus infinity)"),
-            ("rounded", _CAUSAL_OK + "\nanswer = np.round(w, 2)", "2 decimals"),
-            ("rounded", _CAUSAL_OK + "\nanswer = np.round(w, 1)", "1 decimal,"),
-            (None, _CAUSAL_OK + "\nanswer = np.matrix(w)"),
-            (None, _CAUSAL_OK + "\nanswer = tuple(map(tuple, w))", "Python tuple"),
-            (None, _CAUSAL_OK + "\nanswer = w.astype(np.float32) + 1e-9"),
-            ("shape", _CAUSAL_OK + "\nanswer = w[bank]", "the row of 'bank' alone"),
-            ("shape", _CAUSAL_OK + "\nanswer = w.ravel()", "Try answer.reshape(4, 4)"),
-            ("shape", _CAUSAL_OK + "\nanswer = w[flooded]", "the row of 'flooded' alone"),
+            ("nan_inf", "answer = np.where(no_river, 0.5, -np.inf)", "-inf (minus infinity)"),
+            ("rounded", _HIDDEN_OK + "\nanswer = np.round(w, 2)", "2 decimals"),
+            ("rounded", _HIDDEN_OK + "\nanswer = np.round(w, 1)", "1 decimal,"),
+            (None, _HIDDEN_OK + "\nanswer = np.matrix(w)"),
+            (None, _HIDDEN_OK + "\nanswer = tuple(map(tuple, w))", "Python tuple"),
+            (None, _HIDDEN_OK + "\nanswer = w.astype(np.float32) + 1e-9"),
+            ("shape", _HIDDEN_OK + "\nanswer = w[bank]", "the row of 'bank' alone"),
+            ("shape", _HIDDEN_OK + "\nanswer = w.ravel()", "Try answer.reshape(4, 4)"),
+            ("shape", _HIDDEN_OK + "\nanswer = w[flooded]", "the row of 'flooded' alone"),
             ("other_exercise", "answer = 1.225", "the score of 'shore'"),
         ],
         "ex_design": [

@@ -106,10 +106,10 @@ def test_each_message_carries_only_its_own_phrase(key):
 
 
 def test_sqrt_d_model_is_named_only_where_d_model_differs_from_d_k():
-    causal = NAMESPACES["01_river_bank.ipynb"]["ex_causal"]       # d_model = d_k = 2
+    hidden = NAMESPACES["01_river_bank.ipynb"]["ex_hidden"]       # d_model = d_k = 2
     three = NAMESPACES["02_two_senses.ipynb"]["ex_attention"]     # d_model = 3, d_k = 2
-    assert ("sqrt_d_model", "the right answer") in causal.coinciding
-    assert "sqrt_d_model" not in causal.mistakes
+    assert ("sqrt_d_model", "the right answer") in hidden.coinciding
+    assert "sqrt_d_model" not in hidden.mistakes
     assert "sqrt_d_model" in three.mistakes and three.coinciding == []
 
 
@@ -142,8 +142,8 @@ def test_the_right_answers_are_computed_from_the_inputs():
     X_m, V_m = nb2["X_m"].tolist(), nb2["V_m"]
     assert np.allclose(nb2["ex_output"].expected,
                        _loop_weights(X_m, nb2["W_Q"].tolist(), nb2["W_K"].tolist())[nb2["the_m"]] @ V_m)
-    assert np.allclose(nb1["ex_causal"].expected,
-                       _loop_weights(nb1["X"].tolist(), nb1["W_Q"].tolist(), nb1["W_K"].tolist(), nb1["mask"].tolist()))
+    assert np.allclose(nb1["ex_hidden"].expected,
+                       _loop_weights(nb1["X"].tolist(), nb1["W_Q"].tolist(), nb1["W_K"].tolist(), nb1["no_river"].tolist()))
     assert np.allclose(nb2["ex_attention"].expected,
                        _loop_weights(nb2["X3"].tolist(), nb2["W_Q3"].tolist(), nb2["W_K3"].tolist()))
 
@@ -157,7 +157,7 @@ def test_an_instructor_who_edits_the_inputs_edits_nothing_else():
     right = _loop_weights(X.tolist(), W_Q.tolist(), W_K.tolist(), mask.tolist())
     assert ex.feedback(right).correct
     assert ex.feedback(right.T).mistake == "transposed"
-    assert not ex.feedback(NAMESPACES["01_river_bank.ipynb"]["ex_causal"].expected).correct
+    assert not ex.feedback(NAMESPACES["01_river_bank.ipynb"]["ex_hidden"].expected).correct
 
 
 def test_dividing_by_d_model_or_its_root_is_named_wherever_d_model_differs_from_d_k():
@@ -282,8 +282,8 @@ def test_the_kind_of_input_is_named_right():
 
 
 def test_minus_inf_is_reported_as_minus_inf():
-    causal = NAMESPACES["01_river_bank.ipynb"]["ex_causal"]
-    feedback = causal.feedback(np.where(causal.expected > 0, 0.5, -np.inf))
+    hidden = NAMESPACES["01_river_bank.ipynb"]["ex_hidden"]
+    feedback = hidden.feedback(np.where(hidden.expected > 0, 0.5, -np.inf))
     assert feedback.mistake == "nan_inf" and "-inf (minus infinity)" in feedback.text
     assert "+inf" not in feedback.text.replace("(not +inf)", "")
 

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from exercise_cases import PHRASES, SOFTMAX_ROW_CASES, numbers_above
+from exercise_cases import NUMBER, PHRASES, SOFTMAX_ROW_CASES, numbers_above
 from helpers.course import NOTEBOOKS_DIR
 from helpers.examples import Published, SourceAudit, load_example, matches
 from helpers.exercises import HeatmapClaimExercise, KeyDesignExercise, ScoreExercise, SoftmaxRowExercise
@@ -241,9 +241,9 @@ def _split_at_appendix(nb):
     return nb.cells[:i], nb.cells[i:]
 
 
-# ------------------------------------------------------------ exercise 1: its answer is on no line above it
+# ------------------------------------------------------------ exercise 2 (shore): its answer is on no line above it
 
-def test_exercise_1s_answer_is_printed_nowhere_above_it():
+def test_exercise_2s_answer_is_printed_nowhere_above_it():
     # issue 33, section 2: its first pair, flooded against bank (1.2), was in the printed Q K^T of section 4,
     # as is every pair of the sentence; the score of a new word is printed nowhere
     from helpers.exercises.feedback import EXACT_ATOL
@@ -278,3 +278,50 @@ def test_the_softmax_trap_is_computed_where_the_build_section_quotes_it():
     nb = nbformat.read(NB01, as_version=4)
     build = next(c for c in nb.cells if c.source.startswith("## Build it: softmax"))
     assert f"{w[0]:.3f} and {w[1]:.3f}" in build.source
+
+
+# ------------------------------------------------------------ exercise 3: a mask the page never applies
+
+def _solution_matrix(nb, cell_id):
+    """The matrix a stored solution prints after its "# gives" line."""
+    text = next(c for c in nb.cells if c.get("id") == cell_id).outputs[0]["data"]["text/plain"]
+    rows = [line for line in text.split("# gives\n", 1)[1].splitlines() if line.startswith("#")]
+    return np.array([[float(x) for x in NUMBER.findall(row)] for row in rows])
+
+
+def test_exercise_3s_weights_are_printed_nowhere_above_it():
+    # issue 33, section 2: exercise 3 once asked for the causal weights, which section 12's heatmap writes in its
+    # cells (answer = W_c passed) and which the build had just computed; no_river hides river from every query,
+    # a mask no cell above applies
+    from helpers.attention import causal_mask, scaled_dot_product_attention
+    from helpers.exercises.feedback import WEIGHTS_ATOL
+    nb = nbformat.read(NB01, as_version=4)
+    Q, K, V = RB.X @ RB.W_Q, RB.X @ RB.W_K, RB.X @ RB.W_V
+    no_river = np.ones((len(TOKENS), len(TOKENS)), dtype=bool)
+    no_river[:, RIVER] = False
+    _, expected = scaled_dot_product_attention(Q, K, V, mask=no_river)
+    answer = _solution_matrix(nb, "ex-causal-solution")
+    assert np.allclose(answer, expected, atol=5e-4)                       # the stored solution is this mask's
+    above = numbers_above(nb, "ex-causal-try")
+    for row in expected:   # no row is on the page, whole or without its hidden column
+        for part in (row, row[row > 0]):
+            runs = [above[k:k + len(part)] for k in range(len(above) - len(part) + 1)]
+            assert not [r for r in runs if np.allclose(r, part, atol=WEIGHTS_ATOL, rtol=0)], part
+    for shown in (scaled_dot_product_attention(Q, K, V)[1],                          # section 8's weights
+                  scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(TOKENS)))[1]):   # section 12's
+        assert np.abs(shown - expected).max() > 10 * WEIGHTS_ATOL
+    setup = next(k for k, c in enumerate(nb.cells) if c.get("id") == "ex-causal-setup")
+    assert not [c for c in nb.cells[:setup] if c.cell_type == "code" and "no_river" in c.source]   # nor draws it
+
+
+def test_the_heatmap_exercise_comes_before_the_prose_that_answers_it():
+    # issue 33, section 2: section 10 says every row's largest weight is on river and names the common mistake,
+    # claim (a); the exercise sits right after the heatmap, before it
+    nb = nbformat.read(NB01, as_version=4)
+    heatmap = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code" and "weights_heatmap(W," in c.source)
+    exercise = next(k for k, c in enumerate(nb.cells) if c.get("id") == "ex-claim-md")
+    said = next(k for k, c in enumerate(nb.cells) if "common mistake is to read that" in c.source)
+    assert heatmap < exercise < said
+    assert [c.get("id") for c in nb.cells[exercise:exercise + 5]] == [
+        "ex-claim-md", "ex-claim-setup", "ex-claim-try", "ex-claim-hint", "ex-claim-solution"]
+    assert "heatmap above" in nb.cells[exercise].source

@@ -260,6 +260,8 @@ class AttentionWeightsExercise(_NumericExercise):
                  "set to -inf first.", S / root))
         if mask is not None:
             masked_softmax_flipped = softmax(np.where(keep.T, S / root, -np.inf))
+            causal = bool(np.array_equal(keep, np.tril(np.ones_like(keep))))   # the messages name what it hides
+            hidden = "the words after it" if causal else "the keys the mask hides"
             variants += [
                 ("mask_after_softmax",
                  "The mask was applied after the softmax: the masked weights are 0, but the rows no longer sum "
@@ -267,14 +269,18 @@ class AttentionWeightsExercise(_NumericExercise):
                  softmax(S / root) * keep),
                 ("mask_times_zero",
                  "You multiplied the masked scores by 0 (scores * mask). A score of 0 still gets weight, since "
-                 "exp(0) = 1, so later words still leak in. Set masked scores to -inf before the softmax.",
+                 f"exp(0) = 1, so {'later words' if causal else 'the hidden keys'} still leak in. Set masked scores "
+                 "to -inf before the softmax.",
                  softmax(S / root * keep)),
                 ("mask_flipped",
-                 "Your mask is the wrong way round: each word sees itself and the words after it. The causal mask "
-                 "is True on and below the diagonal (np.tril), so each word sees itself and the words before it.",
+                 ("Your mask is the wrong way round: each word sees itself and the words after it. The causal mask "
+                  "is True on and below the diagonal (np.tril), so each word sees itself and the words before it."
+                  if causal else
+                  "Your mask is the wrong way round: you applied its transpose. Row i of the mask says which keys "
+                  "query i may read, so use it as it is: np.where(mask, scores, -np.inf)."),
                  masked_softmax_flipped),
                 ("no_mask",
-                 "These are the weights without the mask: every word still sees the words after it. Set the "
+                 f"These are the weights without the mask: every word still sees {hidden}. Set the "
                  "masked scores to -inf before the softmax.", softmax(S / root)),
                 ("mask_inverted",
                  "You hid the keys where the mask is True. Here, as in scaled_dot_product_attention, True means "
