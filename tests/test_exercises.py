@@ -801,6 +801,11 @@ def test_diagnose_reads_a_function_that_returns_a_generator_and_stops_an_endless
     from helpers.exercises import diagnose
     from helpers.positions import apply_rope
 
-    assert diagnose(lambda x, positions=None: (row for row in apply_rope(x, positions)), piece="rope").correct
-    verdict = diagnose(lambda x, positions=None: itertools.count(), piece="rope")
-    assert verdict.mistake == "not_numbers" and "more than 100,000 items" in verdict.text, verdict.text
+    # right numbers given as a generator are read, and named not_an_array: the later cells need an array (issue 32)
+    verdict = diagnose(lambda x, positions=None: (row for row in apply_rope(x, positions)), piece="rope")
+    assert verdict.mistake == "not_an_array" and "its numbers are right" in verdict.text, verdict.text
+    for piece, endless in (("rope", lambda x, positions=None: itertools.count()),
+                           ("attention", lambda Q, K, V, mask=None: itertools.count())):
+        verdict = diagnose(endless, piece=piece)
+        assert verdict.mistake == "not_numbers" and "did not end within 100,000 items" in verdict.text, verdict.text
+        assert "None" not in verdict.text.splitlines()[0], verdict.text
