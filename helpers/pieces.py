@@ -9,6 +9,7 @@ the course's function until then::
 
 Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
 padding_mask (and attention with masks and batches).
+Notebook 06 adds positional_encoding.
 
 Every call of :func:`piece` prints one short line saying whose version the
 cell runs; nbval_sanitize.cfg folds exactly those
@@ -39,6 +40,7 @@ from helpers.attention import scaled_dot_product_attention, softmax as course_so
 from helpers.attention import merge_heads as course_merge, multi_head_attention as course_multi_head
 from helpers.attention import split_heads as course_split
 from helpers.attention import causal_mask as course_causal_mask, padding_mask as course_padding_mask
+from helpers.positions import sinusoidal_positional_encoding as course_positional_encoding
 from helpers.checkers.checker_attention import MASK_NAMES
 from helpers.checkers.checker_softmax import AXIS_NAMES
 from helpers.checkers.diagnose import diagnose
@@ -49,7 +51,7 @@ __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
 CHOICES = ("softmax", "attention",
            "causal_mask", "padding_mask")              # notebook 04
-"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's added below (HEADS)."""
+"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's and 06's added below (HEADS, POSITIONS)."""
 USES = ("auto", "course", "yours")
 """auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
 _OPTIONS = {"softmax": (), "attention": ("masks", "batches"),
@@ -63,7 +65,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     """The function a cell should run for the piece ``name``: yours once it is right, else the course's.
 
     name: "softmax", "attention", notebook 04's "causal_mask", "padding_mask", or notebook
-        05's "split_heads", "merge_heads", "multi_head_attention" (:data:`CHOICES`).
+        05's "split_heads", "merge_heads", "multi_head_attention" (:data:`CHOICES`),
+        notebook 06's "positional_encoding".
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -100,6 +103,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     helpers.attention's; an output-only multi-head function of yours has its
     weights read back from it (see ``_adapt_multi_head``), and yours takes no
     grouped-query num_kv_heads.
+    ``positional_encoding(n, d_model)`` -> (n, d_model), as
+    helpers.positions.sinusoidal_positional_encoding, with its checks of n and d_model.
 
     Prints one line (unless quiet): "your softmax", "your softmax (in
     float32)", "the course's softmax (yours: not attempted yet)", "the
@@ -207,6 +212,8 @@ def _probe_dtype(fn, name):
     try:
         if name in HEADS:
             out = _probe_heads(name, fn)
+        elif name in POSITIONS:
+            out = _POSITIONS[name][0](fn)(4, 4)
         elif name == "softmax":
             out = _adapt_softmax(fn)(np.array([[0.0, 1.0, 2.0]]))
         else:
@@ -247,6 +254,8 @@ def _adapt(name, fn, options):
         return _MASKS[name][0](fn)
     if name in HEADS:
         return _HEADS_ADAPT[name](fn)
+    if name in POSITIONS:
+        return _POSITIONS[name][0](fn)
     return _adapt_softmax(fn) if name == "softmax" else _adapt_attention(fn, options)
 
 
@@ -302,6 +311,8 @@ def _course(name, options):
         return _MASKS[name][1]
     if name in HEADS:
         return _HEADS_COURSE[name]
+    if name in POSITIONS:
+        return _POSITIONS[name][1]
     if name == "softmax":
         return course_softmax
 
@@ -458,3 +469,25 @@ def _probe_heads(name, fn):
 
 _HEADS_ADAPT = {"split_heads": _adapt_split, "merge_heads": _adapt_merge, "multi_head_attention": _adapt_multi_head}
 _HEADS_COURSE = {"split_heads": course_split, "merge_heads": course_merge, "multi_head_attention": course_multi_head}
+
+
+# --------------------------------------------------------------------------
+# Notebook 06's piece: positional_encoding(n, d_model)
+# --------------------------------------------------------------------------
+
+POSITIONS = ("positional_encoding",)
+"""Notebook 06's piece, built there; diagnose takes no stage options for it."""
+CHOICES += POSITIONS
+_OPTIONS.update({name: () for name in POSITIONS})
+
+
+def _adapt_positional_encoding(fn):
+    def positional_encoding(n, d_model):
+        n = inputs.positive_whole(n, "n", "a positive whole number of positions")   # the course's checks
+        value = fn(n, inputs.even_width(d_model))
+        return value if isinstance(value, np.ndarray) else _numbers("positional_encoding", value)[0]
+    return functools.update_wrapper(positional_encoding, fn)
+
+
+_POSITIONS = {"positional_encoding": (_adapt_positional_encoding, course_positional_encoding)}
+"""name -> (the adapter of yours, the course's function)."""

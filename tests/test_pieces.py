@@ -282,8 +282,9 @@ def test_bad_arguments_are_named():
         piece("softmax", float64=64)
     with pytest.raises(ValueError, match=r"piece\('causal_mask'\) takes no batches= option"):
         piece("causal_mask", batches=True)
-    assert CHOICES == ("softmax", "attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
-                       "multi_head_attention") and USES == ("auto", "course", "yours")
+    assert CHOICES[:7] == ("softmax", "attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
+                           "multi_head_attention") and USES == ("auto", "course", "yours")
+    assert "positional_encoding" in CHOICES                                                   # notebook 06
 
 
 # ------------------------------------------------------------ the cache
@@ -338,7 +339,9 @@ def fold(text):
     "the course's softmax (yours is float32; this cell needs float64)",
     "the course's softmax (yours: no softmax in the workbook)",
     "your split_heads", "your multi_head_attention", "the course's merge_heads (yours: not attempted yet)",
-    "the course's multi_head_attention (yours: scale_by_d_model; see Build it in notebook 05)"])
+    "the course's multi_head_attention (yours: scale_by_d_model; see Build it in notebook 05)",
+    "your positional_encoding", "the course's positional_encoding (yours: exponent_i_over_d; see Build it in notebook 06)",
+    "the course's positional_encoding (yours is float32; this cell needs float64)"])
 def test_the_sanitizer_folds_every_whose_line_to_one_text(line):
     name = line.split()[1] if line.startswith("your") else line.split()[2]
     assert fold(f"above\n{line}\nweights: [0.132 0.325]\n") == f"above\n[{name}: yours or the course's]\nweights: [0.132 0.325]\n"
@@ -489,3 +492,53 @@ def attention(Q, K, V, mask=None):
     out, w = at(Q, Q, Q)
     want_out, want_w = scaled_dot_product_attention(Q, Q, Q)
     assert np.allclose(out, want_out) and np.allclose(w, want_w)
+
+
+# ------------------------------------------------------------ notebook 06's piece: positional_encoding
+
+def exponent_i_over_d(n, d_model):
+    pos, i = np.arange(n)[:, None], np.arange(d_model // 2)[None, :]
+    angle = pos / 10000.0 ** (i / d_model)                              # i, not 2i: the trap of notebook 06
+    pe = np.empty((n, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
+
+
+def test_the_positions_stub_gives_the_course_function_not_attempted_yet(tmp_path, capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    stubs = module_from(tmp_path / "stubs.py", "stubs_for_positions")
+    fn, line = chosen(capsys, "positional_encoding", workbook=stubs)
+    assert fn is sinusoidal_positional_encoding and line == "the course's positional_encoding (yours: not attempted yet)"
+
+
+def test_the_worked_positional_encoding_runs_and_says_yours(capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    fn, line = chosen(capsys, "positional_encoding", workbook=types.SimpleNamespace(**WORKED))
+    assert inspect.unwrap(fn) is WORKED["positional_encoding"] and line == "your positional_encoding"
+    for n, d_model in ((64, 64), (4, 2), (1, 384)):
+        np.testing.assert_allclose(fn(n, d_model), sinusoidal_positional_encoding(n, d_model), rtol=0, atol=1e-12)
+    for args, name in (((0, 4), "n"), ((4, 5), "d_model"), ((2.5, 4), "n")):   # the course's checks, yours or not
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            fn(*args)
+    listed = piece("positional_encoding", quiet=True, workbook=types.SimpleNamespace(
+        positional_encoding=lambda n, d_model: WORKED["positional_encoding"](n, d_model).tolist()))
+    assert isinstance(listed(3, 4), np.ndarray)                        # a list is read as an array, as diagnose reads it
+
+
+def test_a_wrong_positional_encoding_gives_the_course_and_names_its_key(capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    fn, line = chosen(capsys, "positional_encoding", workbook=types.SimpleNamespace(positional_encoding=exponent_i_over_d))
+    assert fn is sinusoidal_positional_encoding
+    assert line == "the course's positional_encoding (yours: exponent_i_over_d; see Build it in notebook 06)"
+
+
+def test_a_float32_positional_encoding_runs_but_gives_way_where_a_cell_needs_float64(capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    mine = types.SimpleNamespace(positional_encoding=lambda n, d_model: WORKED["positional_encoding"](n, d_model)
+                                 .astype(np.float32))
+    fn, line = chosen(capsys, "positional_encoding", workbook=mine)
+    assert line == "your positional_encoding (in float32)" and fn(3, 4).dtype == np.float32
+    fn, line = chosen(capsys, "positional_encoding", float64=True, workbook=mine)
+    assert fn is sinusoidal_positional_encoding
+    assert line == "the course's positional_encoding (yours is float32; this cell needs float64)"
