@@ -53,7 +53,7 @@ __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
 CHOICES = ("softmax", "attention",
            "causal_mask", "padding_mask")              # notebook 04
-"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's added below (HEADS)."""
+"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's added below (HEADS), then notebook 08's (TILING)."""
 USES = ("auto", "course", "yours")
 """auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
 _OPTIONS = {"softmax": (), "attention": ("masks", "batches"),
