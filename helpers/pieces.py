@@ -9,7 +9,8 @@ the course's function until then::
 
 Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
 padding_mask (and attention with masks and batches).
-Notebook 06 adds positional_encoding.
+Notebook 06 adds positional_encoding; notebook 08 adds
+online_softmax_update, tiled_attention and kv_cache_step (TILING, below).
 
 Every call of :func:`piece` prints one short line saying whose version the
 cell runs; nbval_sanitize.cfg folds exactly those
@@ -46,12 +47,15 @@ from helpers.checkers.checker_softmax import AXIS_NAMES
 from helpers.checkers.diagnose import diagnose
 from helpers.checkers.runner import parameter, read_numbers
 from helpers.course import BUILT_IN
+from helpers.checkers.checker_tiling import _read_first, _read_step
+from helpers.tiling import KVCache as course_kv_cache, online_softmax_update as course_online_step
+from helpers.tiling import tiled_attention as course_tiled
 
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
 CHOICES = ("softmax", "attention",
            "causal_mask", "padding_mask")              # notebook 04
-"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's and 06's added below (HEADS, POSITIONS)."""
+"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's, 06's and 08's added below (HEADS, POSITIONS, TILING)."""
 USES = ("auto", "course", "yours")
 """auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
 _OPTIONS = {"softmax": (), "attention": ("masks", "batches"),
@@ -64,9 +68,10 @@ _files = {}      # path -> ((size, mtime_ns), sha256 of the text)
 def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float64=False, quiet=False):
     """The function a cell should run for the piece ``name``: yours once it is right, else the course's.
 
-    name: "softmax", "attention", notebook 04's "causal_mask", "padding_mask", or notebook
-        05's "split_heads", "merge_heads", "multi_head_attention" (:data:`CHOICES`),
-        notebook 06's "positional_encoding".
+    name: "softmax", "attention", notebook 04's "causal_mask", "padding_mask", notebook
+        05's "split_heads", "merge_heads", "multi_head_attention", notebook 06's
+        "positional_encoding", or notebook 08's "online_softmax_update", "tiled_attention",
+        "kv_cache_step" (:data:`CHOICES`).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -97,6 +102,13 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     takes (B, n_k), so one sentence (n_k,) goes in as a batch of one, and
     num_heads adds the head axis of length 1 to what yours returns; the inputs
     are checked as the course's are (ValueError naming the argument).
+    Notebook 08's: ``online_softmax_update(running_max, running_sum, acc,
+    scores, V_block)`` -> (running_max, running_sum, acc), new arrays;
+    ``tiled_attention(Q, K, V, block_size, mask=None, scale=None)`` -> output,
+    yours taking no mask (a mask is refused: that cell keeps the course's);
+    for kv_cache_step, a class with helpers.tiling.KVCache's interface
+    (``append(k, v)``, ``attend(q, scale=None)`` -> (output, weights)) whose
+    attend runs your step (see ``_adapt_kv_cache``).
     ``split_heads(x, num_heads)``, ``merge_heads(x)`` and
     ``multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None,
     num_kv_heads=None)`` -> (output, weights (..., num_heads, n, n)) as
@@ -210,7 +222,9 @@ def _probe_dtype(fn, name):
     if name in _MASKS:
         return None
     try:
-        if name in HEADS:
+        if name in TILING:
+            out = _probe_tiling(name, fn)
+        elif name in HEADS:
             out = _probe_heads(name, fn)
         elif name in POSITIONS:
             out = _POSITIONS[name][0](fn)(4, 4)
@@ -252,6 +266,8 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
 def _adapt(name, fn, options):
     if name in _MASKS:
         return _MASKS[name][0](fn)
+    if name in TILING:
+        return _TILING[name][0](fn)
     if name in HEADS:
         return _HEADS_ADAPT[name](fn)
     if name in POSITIONS:
@@ -309,6 +325,8 @@ def _adapt_attention(fn, options):
 def _course(name, options):
     if name in _MASKS:
         return _MASKS[name][1]
+    if name in TILING:
+        return _TILING[name][1]
     if name in HEADS:
         return _HEADS_COURSE[name]
     if name in POSITIONS:
@@ -491,3 +509,85 @@ def _adapt_positional_encoding(fn):
 
 _POSITIONS = {"positional_encoding": (_adapt_positional_encoding, course_positional_encoding)}
 """name -> (the adapter of yours, the course's function)."""
+
+
+# --------------------------------------------------------------------------
+# Notebook 08's pieces: online_softmax_update, tiled_attention, kv_cache_step
+# --------------------------------------------------------------------------
+
+TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
+"""Notebook 08's pieces, built there; diagnose takes no stage options for them."""
+CHOICES += TILING
+_OPTIONS.update({name: () for name in TILING})
+
+
+def _adapt_online_step(fn):
+    """Yours with the course's contract: new arrays back, the caller's untouched (yours may update in place)."""
+    def online_softmax_update(running_max, running_sum, acc, scores, V_block):
+        args = [np.array(a, dtype=float) for a in (running_max, running_sum, acc, scores, V_block)]
+        course_online_step(*args)                       # the course's checks of the five shapes (ValueError)
+        arrays, _, problem = _read_step(fn(*args))
+        if problem is not None:
+            raise ValueError(f"your online_softmax_update {problem}")
+        return tuple(np.array(a) for a in arrays)
+    return functools.update_wrapper(online_softmax_update, fn)
+
+
+def _adapt_tiled(fn):
+    """Yours with the course's signature: the batch broadcast, scale= multiplying Q by scale * sqrt(d_k) (yours
+    divides by sqrt(d_k)); yours takes no mask, so a mask is refused (use the course's for it)."""
+    def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
+        b = inputs.positive_whole(block_size, "block_size", "a positive whole number (keys per block)")
+        if mask is not None:
+            raise ValueError("your tiled_attention takes no mask (the workbook's has none): use "
+                             "piece('tiled_attention', use='course') for a masked one")
+        Q, K, V, batch = inputs.checked_qkv(Q, K, V)
+        Q, K, V = (np.broadcast_to(x, batch + x.shape[-2:]).copy() for x in (Q, K, V))
+        if scale is not None:
+            Q = Q * (inputs.checked_scale(scale, K.shape[-1]) * np.sqrt(K.shape[-1]))
+        return np.asarray(_numbers("tiled_attention", fn(Q, K, V, b))[0])
+    return functools.update_wrapper(tiled_attention, fn)
+
+
+def _adapt_kv_cache(fn):
+    """helpers.tiling.KVCache with its attend run by your step: the output is your step on the cached keys
+    and values (the newest token as its k, v); the weights are your step again with values one-hot over the
+    tokens (the identity: weights @ I = weights); scale= multiplies q by scale * sqrt(d_k)."""
+    class KVCache(course_kv_cache):
+        __doc__ = course_kv_cache.__doc__
+
+        def attend(self, q, scale=None):
+            course_kv_cache.attend(self, q, scale)      # the course's checks (an empty cache, q's shape, scale)
+            q = inputs.real_array(q, "q")
+            if scale is not None:
+                q = q * (inputs.checked_scale(scale, self.d_k) * np.sqrt(self.d_k))
+            keys, values, n = np.array(self.keys), np.array(self.values), len(self)
+            one_hot = np.eye(n)
+
+            def step(vals):
+                value = fn(keys[:-1].copy(), vals[:-1].copy(), q.copy(), keys[-1].copy(), vals[-1].copy())
+                out, _, problem = _read_first(value)
+                if problem is not None:
+                    raise ValueError(f"your kv_cache_step {problem}")
+                return np.asarray(out)
+            return step(values), step(one_hot)
+    KVCache.__qualname__ = KVCache.__name__ = "KVCache"
+    KVCache.step = staticmethod(fn)
+    return KVCache
+
+
+def _probe_tiling(name, fn):
+    x = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 2.0]])
+    if name == "online_softmax_update":
+        return _adapt_online_step(fn)(np.full(3, -np.inf), np.zeros(3), np.zeros((3, 2)), x @ x.T, x)[1]
+    if name == "tiled_attention":
+        return _adapt_tiled(fn)(x, x, x, 2)
+    cache = _adapt_kv_cache(fn)()
+    for row in x:
+        cache.append(row, row)
+    return cache.attend(x[0])[0]
+
+
+_TILING = {"online_softmax_update": (_adapt_online_step, course_online_step),
+           "tiled_attention": (_adapt_tiled, course_tiled), "kv_cache_step": (_adapt_kv_cache, course_kv_cache)}
+"""name -> (the adapter of yours, the course's: for kv_cache_step the class helpers.tiling.KVCache)."""

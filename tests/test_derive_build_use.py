@@ -1,11 +1,12 @@
-"""Notebooks 01, 04, 05 and 06 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 04, 05, 06 and 08 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
 beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
 reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 06: a positional
-encoding with the exponent i / d_model, exponent_i_over_d). Each cell that runs a piece comes after that piece's Build it (in
+encoding with the exponent i / d_model, exponent_i_over_d; 08: an online_softmax_update that leaves acc
+unrescaled, acc_not_rescaled, which the worked tiled_attention calls). Each cell that runs a piece comes after that piece's Build it (in
 this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
@@ -65,6 +66,15 @@ def positional_encoding(n, d_model):
     pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
     return pe
 '''
+ACC_KEPT = '''
+
+def online_softmax_update(running_max, running_sum, acc, scores, V_block):
+    new_max = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new_max), 0.0, new_max)
+    p = np.exp(scores - shift[..., None])
+    return new_max, np.exp(running_max - shift) * running_sum + p.sum(axis=-1), acc + p @ V_block   # acc not rescaled
+'''
+TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
 
 
 class Case:
@@ -90,6 +100,9 @@ CASES = [
          gives_way={"multi_head_attention"}),
     Case("06_order_and_position.ipynb", {"positional_encoding"}, {"positional_encoding"}, "positional_encoding", I_OVER_D,
          ("the course's positional_encoding (yours: exponent_i_over_d", "; see Build it in notebook 06)")),
+    Case("08_cost_and_tiling.ipynb", set(TILING), set(TILING), "online_softmax_update", ACC_KEPT,
+         ("the course's online_softmax_update (yours: acc_not_rescaled", "; see Build it in notebook 08)"),
+         gives_way={"tiled_attention"}),
 ]
 
 
@@ -182,6 +195,9 @@ def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbe
         explorer = next(c for c in code_cells(right) if "heads_explorer(" in c.source)
         assert "Computed by your multi_head_attention." in text(explorer)
         assert "Computed by your" not in text(next(c for c in code_cells(stored) if "heads_explorer(" in c.source))
+    if case.path.name == "08_cost_and_tiling.ipynb":  # the tiling explorer runs on the learner's step and says so
+        explorer = next(c for c in code_cells(right) if c.source.startswith("explorer\n") or c.source == "explorer")
+        assert "Computed by your online_softmax_update." in text(explorer)
 
 
 def test_a_wrong_piece_gives_way_to_the_course_and_is_named(case, stored, one_wrong):

@@ -542,3 +542,111 @@ def test_a_float32_positional_encoding_runs_but_gives_way_where_a_cell_needs_flo
     fn, line = chosen(capsys, "positional_encoding", float64=True, workbook=mine)
     assert fn is sinusoidal_positional_encoding
     assert line == "the course's positional_encoding (yours is float32; this cell needs float64)"
+
+
+# ------------------------------------------------------------ notebook 08's pieces: the online step, tiled attention, the KV cache
+
+TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
+QT, KT, VT = rng.standard_normal((2, 7, 4)), rng.standard_normal((2, 7, 4)), rng.standard_normal((2, 7, 3))
+
+
+def step_acc_not_rescaled(running_max, running_sum, acc, scores, V_block):
+    new_max = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new_max), 0.0, new_max)
+    p = np.exp(scores - shift[..., None])
+    return new_max, np.exp(running_max - shift) * running_sum + p.sum(axis=-1), acc + p @ V_block   # acc as it was
+
+
+def tiled_last_block_dropped(Q, K, V, block_size):
+    n_k = K.shape[-2] // block_size * block_size                   # the shorter last block left out
+    return WORKED["tiled_attention"](Q, K[..., :n_k, :], V[..., :n_k, :], block_size)
+
+
+def kv_new_token_forgotten(cache_keys, cache_values, q, k, v):
+    if len(cache_keys) == 0:
+        return np.zeros(len(v))
+    scores = cache_keys @ q / np.sqrt(q.shape[-1])
+    e = np.exp(scores - scores.max())
+    return e / e.sum() @ cache_values
+
+
+def test_the_tiling_stubs_give_the_course_functions_not_attempted_yet(tmp_path, capsys):
+    import helpers.tiling as course
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    stubs = module_from(tmp_path / "stubs.py", "stubs_for_tiling")
+    for name, theirs in zip(TILING, (course.online_softmax_update, course.tiled_attention, course.KVCache)):
+        fn, line = chosen(capsys, name, workbook=stubs)
+        assert fn is theirs and line == f"the course's {name} (yours: not attempted yet)"
+    assert set(TILING) <= set(CHOICES)
+
+
+def test_the_worked_tiling_pieces_run_and_say_yours_with_the_course_signatures(capsys):
+    import helpers.tiling as course
+    mine = types.SimpleNamespace(**WORKED)
+    step, line = chosen(capsys, "online_softmax_update", workbook=mine)
+    assert line == "your online_softmax_update"
+    start = (np.full((2, 7), -np.inf), np.zeros((2, 7)), np.zeros((2, 7, 3)))
+    scores = QT @ np.swapaxes(KT, -1, -2) / 2.0
+    got = want = start
+    for k0 in (0, 3, 6):                                          # three blocks, the last one shorter
+        got = step(*got, scores[..., k0:k0 + 3], VT[..., k0:k0 + 3, :])
+        want = course.online_softmax_update(*want, scores[..., k0:k0 + 3], VT[..., k0:k0 + 3, :])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="same b keys"):
+        step(*start, scores[..., :3], VT[..., :2, :])
+    tiled, line = chosen(capsys, "tiled_attention", workbook=mine)
+    assert line == "your tiled_attention"
+    for b, scale in ((1, None), (3, None), (7, 0.25), (20, 1.0)):
+        np.testing.assert_allclose(tiled(QT, KT, VT, b, scale=scale), course.tiled_attention(QT, KT, VT, b, scale=scale),
+                                   rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tiled(QT[0], KT, VT, 2), course.tiled_attention(QT[0], KT, VT, 2), rtol=1e-12)  # broadcast
+    with pytest.raises(ValueError, match=r"takes no mask.*use='course'"):
+        tiled(QT, KT, VT, 2, mask=np.ones((7, 7), dtype=bool))
+    with pytest.raises(ValueError, match="block_size must be a positive whole number"):
+        tiled(QT, KT, VT, 0)
+    Cache, line = chosen(capsys, "kv_cache_step", workbook=mine)
+    assert line == "your kv_cache_step" and issubclass(Cache, course.KVCache)
+    yours, theirs = Cache(), course.KVCache()
+    for q, k, v in zip(QT[0], KT[0], VT[0]):
+        yours.append(k, v)
+        theirs.append(k, v)
+        for scale in (None, 0.5):
+            for g, w in zip(yours.attend(q, scale=scale), theirs.attend(q, scale=scale)):   # output, and its weights
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    assert len(yours) == 7 and yours.nbytes == theirs.nbytes and yours.keys.shape == (7, 4)
+    with pytest.raises(ValueError, match="the cache is empty"):
+        Cache().attend(QT[0, 0])
+
+
+def test_an_in_place_step_of_yours_leaves_the_callers_arrays_alone(capsys):
+    from wrong_functions import online_softmax_update_in_place   # tests/ is on the path under pytest
+    mine = types.SimpleNamespace(online_softmax_update=online_softmax_update_in_place)
+    step, line = chosen(capsys, "online_softmax_update", workbook=mine)
+    assert line == "your online_softmax_update"
+    m, l, acc = np.full(7, -np.inf), np.zeros(7), np.zeros((7, 3))
+    new = step(m, l, acc, QT[0] @ KT[0].T, VT[0])
+    assert np.isneginf(m).all() and not l.any() and not acc.any() and np.all(np.isfinite(new[0]))
+
+
+def test_wrong_tiling_pieces_give_the_course_and_name_their_key(capsys):
+    import helpers.tiling as course
+    for name, fn, key, theirs in [
+            ("online_softmax_update", step_acc_not_rescaled, "acc_not_rescaled", course.online_softmax_update),
+            ("tiled_attention", tiled_last_block_dropped, "last_block_dropped", course.tiled_attention),
+            ("kv_cache_step", kv_new_token_forgotten, "new_token_not_attended", course.KVCache)]:
+        got, line = chosen(capsys, name, workbook=types.SimpleNamespace(**{name: fn}))
+        assert got is theirs, line
+        mistake = pieces.diagnose(fn, piece=name).mistake
+        assert mistake not in (None, "different") and (key is None or mistake == key), mistake
+        assert line == f"the course's {name} (yours: {mistake}; see Build it in notebook 08)"
+
+
+@pytest.mark.parametrize("line", [
+    "your online_softmax_update", "your tiled_attention", "your kv_cache_step",
+    "the course's tiled_attention (yours: not attempted yet)",
+    "the course's online_softmax_update (yours: acc_not_rescaled; see Build it in notebook 08)",
+    "the course's kv_cache_step (yours: new_token_not_attended; see Build it in notebook 08)"])
+def test_the_sanitizer_folds_the_tiling_whose_lines(line):
+    name = line.split()[1] if line.startswith("your") else line.split()[2]
+    assert fold(f"{line}\nm = 1.061\n") == f"[{name}: yours or the course's]\nm = 1.061\n"
