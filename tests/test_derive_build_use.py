@@ -191,10 +191,13 @@ def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbe
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
     assert verdicts and all(v.startswith("Correct!") for v in verdicts), verdicts
-    if case.path.name == "05_multi_head.ipynb":      # the explorer runs on the learner's piece and says so
-        explorer = next(c for c in code_cells(right) if "heads_explorer(" in c.source)
-        assert "Computed by your multi_head_attention." in text(explorer)
-        assert "Computed by your" not in text(next(c for c in code_cells(stored) if "heads_explorer(" in c.source))
+    said = {"04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
+            "05_multi_head.ipynb": ("heads_explorer(", "Computed by your multi_head_attention.")}
+    if case.path.name in said:                       # the explorer runs on the learner's pieces and says so
+        call, caption = said[case.path.name]
+        explorer = next(c for c in code_cells(right) if call in c.source)
+        assert caption in text(explorer)
+        assert "Computed by your" not in text(next(c for c in code_cells(stored) if call in c.source))
     if case.path.name == "08_cost_and_tiling.ipynb":  # the tiling explorer runs on the learner's step and says so
         explorer = next(c for c in code_cells(right) if c.source.startswith("explorer\n") or c.source == "explorer")
         assert "Computed by your online_softmax_update." in text(explorer)
