@@ -9,6 +9,7 @@ the course's function until then::
 
 Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
 padding_mask (and attention with masks and batches).
+Notebook 09 adds softmax_backward (its block at the end).
 
 Every call of :func:`piece` prints one short line saying whose version the
 cell runs; nbval_sanitize.cfg folds exactly those
@@ -44,6 +45,7 @@ from helpers.checkers.checker_softmax import AXIS_NAMES
 from helpers.checkers.diagnose import diagnose
 from helpers.checkers.runner import parameter, read_numbers
 from helpers.course import BUILT_IN
+from helpers.training import softmax_backward as course_softmax_backward      # notebook 09
 
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
@@ -64,6 +66,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
 
     name: "softmax", "attention", notebook 04's "causal_mask", "padding_mask", or notebook
         05's "split_heads", "merge_heads", "multi_head_attention" (:data:`CHOICES`).
+        Notebook 09's "softmax_backward": ``softmax_backward(weights, d_weights)`` -> d_scores, as
+        helpers.training's (the course's input checks first).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -153,8 +157,8 @@ def _workbook_function(name, workbook):
                 workbook = importlib.import_module("workbook")
             except Exception:          # no workbook.py beside the notebook, or one that does not import
                 return None, "no workbook found"
-    fn = getattr(workbook, name, None)
-    return (fn, None) if callable(fn) else (None, f"no {name} in the workbook")
+    fn = getattr(workbook, _WORKBOOK_NAMES.get(name, name), None)        # notebook 10's rope is apply_rope there
+    return (fn, None) if callable(fn) else (None, f"no {_WORKBOOK_NAMES.get(name, name)} in the workbook")
 
 
 def _fingerprint(fn):
@@ -205,7 +209,9 @@ def _probe_dtype(fn, name):
     if name in _MASKS:
         return None
     try:
-        if name in HEADS:
+        if name in _FURTHER:                     # notebooks 09 and 10
+            out = _FURTHER[name][0](fn)(*_FURTHER[name][2]())
+        elif name in HEADS:
             out = _probe_heads(name, fn)
         elif name == "softmax":
             out = _adapt_softmax(fn)(np.array([[0.0, 1.0, 2.0]]))
@@ -230,7 +236,7 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
         return f"the course's {name} (yours is {np.dtype(dtype).name}; this cell needs float64)"
     if verdict.mistake == "not_attempted":
         return f"the course's {name} (yours: not attempted yet)"
-    built = re.findall(r"notebook \d\d", BUILT_IN.get(name, ""))   # where it is built, and where masks come
+    built = re.findall(r"notebook \d\d", BUILT_IN.get(_WORKBOOK_NAMES.get(name, name), ""))   # where it is built, and where masks come
     stage = {(True, False): "with a mask", (False, True): "with a batch", (True, True): "with masks and batches"}.get(
         (options.get("masks", False), options.get("batches", False)))
     if stage and _diagnosis(fn, name, {"masks": False, "batches": False})[0].correct:   # right in notebook 01's stage
@@ -243,6 +249,8 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
 # --------------------------------------------------------------------------
 
 def _adapt(name, fn, options):
+    if name in _FURTHER:
+        return _FURTHER[name][0](fn)
     if name in _MASKS:
         return _MASKS[name][0](fn)
     if name in HEADS:
@@ -298,6 +306,8 @@ def _adapt_attention(fn, options):
 
 
 def _course(name, options):
+    if name in _FURTHER:
+        return _FURTHER[name][1]
     if name in _MASKS:
         return _MASKS[name][1]
     if name in HEADS:
@@ -458,3 +468,31 @@ def _probe_heads(name, fn):
 
 _HEADS_ADAPT = {"split_heads": _adapt_split, "merge_heads": _adapt_merge, "multi_head_attention": _adapt_multi_head}
 _HEADS_COURSE = {"split_heads": course_split, "merge_heads": course_merge, "multi_head_attention": course_multi_head}
+
+
+# --------------------------------------------------------------------------
+# Notebook 09's piece: softmax_backward(weights, d_weights), as helpers.training's
+# --------------------------------------------------------------------------
+
+_FURTHER = {}
+"""Notebook 09's and 10's pieces: name -> (the adapter of yours, the course's function, a small input to read
+the dtype of yours on)."""
+_WORKBOOK_NAMES = {}
+"""A piece whose function has another name in the workbook (notebook 10's rope: apply_rope)."""
+
+
+def _adapt_softmax_backward(fn):
+    def softmax_backward(weights, d_weights):
+        w = inputs.checked_weights(weights)                  # the course's checks, ValueError naming the argument
+        g = inputs.real_array(d_weights, "d_weights")
+        if w.shape != g.shape:
+            raise ValueError(f"weights and d_weights must have the same shape (..., n); got {w.shape} and {g.shape}")
+        value = fn(w.copy(), g.copy())
+        return value if isinstance(value, np.ndarray) else _numbers("softmax_backward", value)[0]
+    return functools.update_wrapper(softmax_backward, fn)
+
+
+_FURTHER["softmax_backward"] = (_adapt_softmax_backward, course_softmax_backward,
+                                lambda: (np.array([[0.2, 0.3, 0.5]]), np.array([[1.0, -1.0, 0.5]])))
+CHOICES += ("softmax_backward",)
+_OPTIONS["softmax_backward"] = ()

@@ -1,10 +1,11 @@
-"""Notebooks 01, 04 and 05 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 04, 05 and 09 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
 beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
-reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too). Each cell that runs a piece comes after that piece's Build it (in
+reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 09: a
+softmax_backward that returns w * g, missing_sum_term). Each cell that runs a piece comes after that piece's Build it (in
 this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
@@ -55,6 +56,11 @@ def split_heads(x, num_heads):
     return x.reshape(*lead, num_heads, n, d_model // num_heads)   # no swap of the axes: tokens mixed
 '''
 HEADS = ("split_heads", "merge_heads", "multi_head_attention")
+MISSING_SUM = '''
+
+def softmax_backward(weights, grad_weights):
+    return weights * grad_weights                   # w * g: the sum term dropped (notebook 09's trap)
+'''
 
 
 class Case:
@@ -78,6 +84,8 @@ CASES = [
     Case("05_multi_head.ipynb", set(HEADS), {"attention", *HEADS}, "split_heads", RESHAPE_ONLY,
          ("the course's split_heads (yours: reshape_without_transpose", "; see Build it in notebook 05)"),
          gives_way={"multi_head_attention"}),
+    Case("09_learning.ipynb", {"softmax_backward"}, {"softmax_backward"}, "softmax_backward", MISSING_SUM,
+         ("the course's softmax_backward (yours: missing_sum_term", "; see Build it in notebook 09)")),
 ]
 
 

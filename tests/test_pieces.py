@@ -282,8 +282,8 @@ def test_bad_arguments_are_named():
         piece("softmax", float64=64)
     with pytest.raises(ValueError, match=r"piece\('causal_mask'\) takes no batches= option"):
         piece("causal_mask", batches=True)
-    assert CHOICES == ("softmax", "attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
-                       "multi_head_attention") and USES == ("auto", "course", "yours")
+    assert CHOICES[:7] == ("softmax", "attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
+                           "multi_head_attention") and USES == ("auto", "course", "yours")   # later ones: below
 
 
 # ------------------------------------------------------------ the cache
@@ -489,3 +489,33 @@ def attention(Q, K, V, mask=None):
     out, w = at(Q, Q, Q)
     want_out, want_w = scaled_dot_product_attention(Q, Q, Q)
     assert np.allclose(out, want_out) and np.allclose(w, want_w)
+
+
+# ------------------------------------------------------------ notebook 09's piece: softmax_backward
+
+def missing_sum_backward(weights, grad_weights):
+    return np.asarray(weights) * np.asarray(grad_weights)          # w * g: the sum term dropped
+
+
+def test_softmax_backward_stubs_worked_and_wrong(tmp_path, capsys):
+    from helpers.saturation import softmax_jacobian
+    from helpers.training import softmax_backward as course_backward
+    assert "softmax_backward" in CHOICES
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    fn, line = chosen(capsys, "softmax_backward", workbook=module_from(tmp_path / "stubs.py", "stubs_for_backward"))
+    assert fn is course_backward and line == "the course's softmax_backward (yours: not attempted yet)"
+    fn, line = chosen(capsys, "softmax_backward", workbook=types.SimpleNamespace(**WORKED))
+    assert line == "your softmax_backward"
+    w = course_softmax(rng.standard_normal((3, 5)))
+    g = rng.standard_normal((3, 5))
+    want = np.stack([softmax_jacobian(row) @ d for row, d in zip(w, g)])
+    np.testing.assert_allclose(fn(w, g), want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(fn(w[0].tolist(), g[0].tolist()), want[0], rtol=1e-12, atol=1e-14)   # lists in
+    with pytest.raises(ValueError, match="same shape"):             # the course's checks, before yours runs
+        fn(w, g[:, :4])
+    with pytest.raises(ValueError, match="weights must be non-negative"):
+        fn(-w, g)
+    fn, line = chosen(capsys, "softmax_backward", workbook=types.SimpleNamespace(softmax_backward=missing_sum_backward))
+    assert fn is course_backward
+    assert line == "the course's softmax_backward (yours: missing_sum_term; see Build it in notebook 09)"
+    assert fold(line) == "[softmax_backward: yours or the course's]"
