@@ -9,7 +9,7 @@ the course's function until then::
 
 Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
 padding_mask (and attention with masks and batches).
-Notebook 09 adds softmax_backward (its block at the end).
+Notebook 09 adds softmax_backward and notebook 10 rope (their blocks at the end).
 
 Every call of :func:`piece` prints one short line saying whose version the
 cell runs; nbval_sanitize.cfg folds exactly those
@@ -46,6 +46,7 @@ from helpers.checkers.diagnose import diagnose
 from helpers.checkers.runner import parameter, read_numbers
 from helpers.course import BUILT_IN
 from helpers.training import softmax_backward as course_softmax_backward      # notebook 09
+from helpers.positions import apply_rope as course_apply_rope                 # notebook 10
 
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
@@ -68,6 +69,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
         05's "split_heads", "merge_heads", "multi_head_attention" (:data:`CHOICES`).
         Notebook 09's "softmax_backward": ``softmax_backward(weights, d_weights)`` -> d_scores, as
         helpers.training's (the course's input checks first).
+        Notebook 10's "rope" (workbook.apply_rope): ``apply_rope(x, positions=None, base=10000.0)`` as
+        helpers.positions'; yours takes no base, so another base raises ValueError (use="course" for it).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -496,3 +499,27 @@ _FURTHER["softmax_backward"] = (_adapt_softmax_backward, course_softmax_backward
                                 lambda: (np.array([[0.2, 0.3, 0.5]]), np.array([[1.0, -1.0, 0.5]])))
 CHOICES += ("softmax_backward",)
 _OPTIONS["softmax_backward"] = ()
+
+
+# --------------------------------------------------------------------------
+# Notebook 10's piece: rope, apply_rope(x, positions=None, base=10000.0) as helpers.positions'
+# --------------------------------------------------------------------------
+
+def _adapt_rope(fn):
+    def apply_rope(x, positions=None, base=10000.0):
+        x = inputs.real_array(x, "x")                         # the course's checks, ValueError naming the argument
+        inputs.at_least(x, "x", 2, "(..., n, d)")
+        inputs.even_width(x.shape[-1], "the last dimension d of x", "the features are turned in pairs")
+        m = None if positions is None else inputs.checked_positions(positions, x.shape[-2])
+        if inputs.checked_base(base) != 10000.0:
+            raise ValueError(f"your apply_rope turns by 10000^(-2i/d) and takes no base (got {base!r}): "
+                             "use piece('rope', use='course') for another base")
+        value = fn(x.copy()) if m is None else fn(x.copy(), m)
+        return value if isinstance(value, np.ndarray) else _numbers("apply_rope", value)[0]
+    return functools.update_wrapper(apply_rope, fn)
+
+
+_FURTHER["rope"] = (_adapt_rope, course_apply_rope, lambda: (np.array([[1.0, 0.5], [0.25, -1.0]]),))
+_WORKBOOK_NAMES["rope"] = "apply_rope"
+CHOICES += ("rope",)
+_OPTIONS["rope"] = ()

@@ -1,11 +1,11 @@
-"""Notebooks 01, 04, 05 and 09 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 04, 05, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
 beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
 reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 09: a
-softmax_backward that returns w * g, missing_sum_term). Each cell that runs a piece comes after that piece's Build it (in
+softmax_backward that returns w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent). Each cell that runs a piece comes after that piece's Build it (in
 this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
@@ -56,6 +56,19 @@ def split_heads(x, num_heads):
     return x.reshape(*lead, num_heads, n, d_model // num_heads)   # no swap of the axes: tokens mixed
 '''
 HEADS = ("split_heads", "merge_heads", "multi_head_attention")
+I_OVER_D = '''
+
+def apply_rope(x, positions=None):
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape[-2:]
+    m = np.arange(n) if positions is None else np.asarray(positions, dtype=float)
+    angle = m[:, None] * 10000.0 ** (-np.arange(d // 2) / d)      # i / d, not 2i / d: later pairs turn too fast
+    out = np.empty(x.shape)
+    out[..., 0::2] = x[..., 0::2] * np.cos(angle) - x[..., 1::2] * np.sin(angle)
+    out[..., 1::2] = x[..., 0::2] * np.sin(angle) + x[..., 1::2] * np.cos(angle)
+    return out
+'''
+WORKBOOK_NAME = {"rope": "apply_rope"}      # a piece whose workbook function has another name (notebook 10)
 MISSING_SUM = '''
 
 def softmax_backward(weights, grad_weights):
@@ -86,6 +99,8 @@ CASES = [
          gives_way={"multi_head_attention"}),
     Case("09_learning.ipynb", {"softmax_backward"}, {"softmax_backward"}, "softmax_backward", MISSING_SUM,
          ("the course's softmax_backward (yours: missing_sum_term", "; see Build it in notebook 09)")),
+    Case("10_current_models.ipynb", {"apply_rope"}, {"rope"}, "rope", I_OVER_D,
+         ("the course's rope (yours: frequency_exponent", "; see Build it in notebook 10)")),
 ]
 
 
@@ -157,7 +172,7 @@ def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(ca
     assert {name for _, names, _ in found for name in names} == case.used
     number = case.path.name[:2]
     for i, names, _ in found:
-        for name in names:
+        for name in (WORKBOOK_NAME.get(n, n) for n in names):
             if name in built:
                 assert i > built[name], f"code cell {i} uses {name} before its Build it (code cell {built[name]})"
             else:                                      # built in an earlier notebook
