@@ -10,7 +10,8 @@ the course's function until then::
 Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
 padding_mask (and attention with masks and batches).
 Notebook 06 adds positional_encoding; notebook 08 adds
-online_softmax_update, tiled_attention and kv_cache_step (TILING, below).
+online_softmax_update, tiled_attention and kv_cache_step (TILING, below);
+notebook 09 adds softmax_backward and notebook 10 rope (their blocks at the end).
 
 Every call of :func:`piece` prints one short line saying whose version the
 cell runs; nbval_sanitize.cfg folds exactly those
@@ -50,6 +51,8 @@ from helpers.course import BUILT_IN
 from helpers.checkers.checker_tiling import _read_first, _read_step
 from helpers.tiling import KVCache as course_kv_cache, online_softmax_update as course_online_step
 from helpers.tiling import tiled_attention as course_tiled
+from helpers.training import softmax_backward as course_softmax_backward      # notebook 09
+from helpers.positions import apply_rope as course_apply_rope                 # notebook 10
 
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
@@ -72,6 +75,10 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
         05's "split_heads", "merge_heads", "multi_head_attention", notebook 06's
         "positional_encoding", or notebook 08's "online_softmax_update", "tiled_attention",
         "kv_cache_step" (:data:`CHOICES`).
+        Notebook 09's "softmax_backward": ``softmax_backward(weights, d_weights)`` -> d_scores, as
+        helpers.training's (the course's input checks first).
+        Notebook 10's "rope" (workbook.apply_rope): ``apply_rope(x, positions=None, base=10000.0)`` as
+        helpers.positions'; yours takes no base, so another base raises ValueError (use="course" for it).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -170,8 +177,8 @@ def _workbook_function(name, workbook):
                 workbook = importlib.import_module("workbook")
             except Exception:          # no workbook.py beside the notebook, or one that does not import
                 return None, "no workbook found"
-    fn = getattr(workbook, name, None)
-    return (fn, None) if callable(fn) else (None, f"no {name} in the workbook")
+    fn = getattr(workbook, _WORKBOOK_NAMES.get(name, name), None)        # notebook 10's rope is apply_rope there
+    return (fn, None) if callable(fn) else (None, f"no {_WORKBOOK_NAMES.get(name, name)} in the workbook")
 
 
 def _fingerprint(fn):
@@ -224,6 +231,8 @@ def _probe_dtype(fn, name):
     try:
         if name in TILING:
             out = _probe_tiling(name, fn)
+        elif name in _FURTHER:                     # notebooks 09 and 10
+            out = _FURTHER[name][0](fn)(*_FURTHER[name][2]())
         elif name in HEADS:
             out = _probe_heads(name, fn)
         elif name in POSITIONS:
@@ -251,7 +260,7 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
         return f"the course's {name} (yours is {np.dtype(dtype).name}; this cell needs float64)"
     if verdict.mistake == "not_attempted":
         return f"the course's {name} (yours: not attempted yet)"
-    built = re.findall(r"notebook \d\d", BUILT_IN.get(name, ""))   # where it is built, and where masks come
+    built = re.findall(r"notebook \d\d", BUILT_IN.get(_WORKBOOK_NAMES.get(name, name), ""))   # where it is built, and where masks come
     stage = {(True, False): "with a mask", (False, True): "with a batch", (True, True): "with masks and batches"}.get(
         (options.get("masks", False), options.get("batches", False)))
     if stage and _diagnosis(fn, name, {"masks": False, "batches": False})[0].correct:   # right in notebook 01's stage
@@ -264,6 +273,8 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
 # --------------------------------------------------------------------------
 
 def _adapt(name, fn, options):
+    if name in _FURTHER:
+        return _FURTHER[name][0](fn)
     if name in _MASKS:
         return _MASKS[name][0](fn)
     if name in TILING:
@@ -323,6 +334,8 @@ def _adapt_attention(fn, options):
 
 
 def _course(name, options):
+    if name in _FURTHER:
+        return _FURTHER[name][1]
     if name in _MASKS:
         return _MASKS[name][1]
     if name in TILING:
@@ -591,3 +604,55 @@ def _probe_tiling(name, fn):
 _TILING = {"online_softmax_update": (_adapt_online_step, course_online_step),
            "tiled_attention": (_adapt_tiled, course_tiled), "kv_cache_step": (_adapt_kv_cache, course_kv_cache)}
 """name -> (the adapter of yours, the course's: for kv_cache_step the class helpers.tiling.KVCache)."""
+
+
+# --------------------------------------------------------------------------
+# Notebook 09's piece: softmax_backward(weights, d_weights), as helpers.training's
+# --------------------------------------------------------------------------
+
+_FURTHER = {}
+"""Notebook 09's and 10's pieces: name -> (the adapter of yours, the course's function, a small input to read
+the dtype of yours on)."""
+_WORKBOOK_NAMES = {}
+"""A piece whose function has another name in the workbook (notebook 10's rope: apply_rope)."""
+
+
+def _adapt_softmax_backward(fn):
+    def softmax_backward(weights, d_weights):
+        w = inputs.checked_weights(weights)                  # the course's checks, ValueError naming the argument
+        g = inputs.real_array(d_weights, "d_weights")
+        if w.shape != g.shape:
+            raise ValueError(f"weights and d_weights must have the same shape (..., n); got {w.shape} and {g.shape}")
+        value = fn(w.copy(), g.copy())
+        return value if isinstance(value, np.ndarray) else _numbers("softmax_backward", value)[0]
+    return functools.update_wrapper(softmax_backward, fn)
+
+
+_FURTHER["softmax_backward"] = (_adapt_softmax_backward, course_softmax_backward,
+                                lambda: (np.array([[0.2, 0.3, 0.5]]), np.array([[1.0, -1.0, 0.5]])))
+CHOICES += ("softmax_backward",)
+_OPTIONS["softmax_backward"] = ()
+
+
+# --------------------------------------------------------------------------
+# Notebook 10's piece: rope, apply_rope(x, positions=None, base=10000.0) as helpers.positions'
+# --------------------------------------------------------------------------
+
+def _adapt_rope(fn):
+    def apply_rope(x, positions=None, base=10000.0):
+        x = inputs.real_array(x, "x")                         # the course's checks, ValueError naming the argument
+        inputs.at_least(x, "x", 2, "(..., n, d)")
+        inputs.even_width(x.shape[-1], "the last dimension d of x", "the features are turned in pairs")
+        m = None if positions is None else inputs.checked_positions(positions, x.shape[-2])
+        if inputs.checked_base(base) != 10000.0:
+            raise ValueError(f"your apply_rope turns by 10000^(-2i/d) and takes no base (got {base!r}): "
+                             "use piece('rope', use='course') for another base")
+        value = fn(x.copy()) if m is None else fn(x.copy(), m)
+        return value if isinstance(value, np.ndarray) else _numbers("apply_rope", value)[0]
+    return functools.update_wrapper(apply_rope, fn)
+
+
+_FURTHER["rope"] = (_adapt_rope, course_apply_rope, lambda: (np.array([[1.0, 0.5], [0.25, -1.0]]),))
+_WORKBOOK_NAMES["rope"] = "apply_rope"
+CHOICES += ("rope",)
+_OPTIONS["rope"] = ()

@@ -1,4 +1,4 @@
-"""Notebooks 01, 04, 05, 06 and 08 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 04, 05, 06, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
@@ -6,7 +6,8 @@ beside the worked others (01: a softmax that skips the maximum, no_max_subtracti
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
 reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 06: a positional
 encoding with the exponent i / d_model, exponent_i_over_d; 08: an online_softmax_update that leaves acc
-unrescaled, acc_not_rescaled, which the worked tiled_attention calls). Each cell that runs a piece comes after that piece's Build it (in
+unrescaled, acc_not_rescaled, which the worked tiled_attention calls; 09: a softmax_backward that returns
+w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent). Each cell that runs a piece comes after that piece's Build it (in
 this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
@@ -75,6 +76,24 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     return new_max, np.exp(running_max - shift) * running_sum + p.sum(axis=-1), acc + p @ V_block   # acc not rescaled
 '''
 TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
+ROPE_I_OVER_D = '''
+
+def apply_rope(x, positions=None):
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape[-2:]
+    m = np.arange(n) if positions is None else np.asarray(positions, dtype=float)
+    angle = m[:, None] * 10000.0 ** (-np.arange(d // 2) / d)      # i / d, not 2i / d: later pairs turn too fast
+    out = np.empty(x.shape)
+    out[..., 0::2] = x[..., 0::2] * np.cos(angle) - x[..., 1::2] * np.sin(angle)
+    out[..., 1::2] = x[..., 0::2] * np.sin(angle) + x[..., 1::2] * np.cos(angle)
+    return out
+'''
+WORKBOOK_NAME = {"rope": "apply_rope"}      # a piece whose workbook function has another name (notebook 10)
+MISSING_SUM = '''
+
+def softmax_backward(weights, grad_weights):
+    return weights * grad_weights                   # w * g: the sum term dropped (notebook 09's trap)
+'''
 
 
 class Case:
@@ -103,6 +122,10 @@ CASES = [
     Case("08_cost_and_tiling.ipynb", set(TILING), set(TILING), "online_softmax_update", ACC_KEPT,
          ("the course's online_softmax_update (yours: acc_not_rescaled", "; see Build it in notebook 08)"),
          gives_way={"tiled_attention"}),
+    Case("09_learning.ipynb", {"softmax_backward"}, {"softmax_backward"}, "softmax_backward", MISSING_SUM,
+         ("the course's softmax_backward (yours: missing_sum_term", "; see Build it in notebook 09)")),
+    Case("10_current_models.ipynb", {"apply_rope"}, {"rope"}, "rope", ROPE_I_OVER_D,
+         ("the course's rope (yours: frequency_exponent", "; see Build it in notebook 10)")),
 ]
 
 
@@ -174,7 +197,7 @@ def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(ca
     assert {name for _, names, _ in found for name in names} == case.used
     number = case.path.name[:2]
     for i, names, _ in found:
-        for name in names:
+        for name in (WORKBOOK_NAME.get(n, n) for n in names):
             if name in built:
                 assert i > built[name], f"code cell {i} uses {name} before its Build it (code cell {built[name]})"
             else:                                      # built in an earlier notebook

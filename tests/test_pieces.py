@@ -650,3 +650,72 @@ def test_wrong_tiling_pieces_give_the_course_and_name_their_key(capsys):
 def test_the_sanitizer_folds_the_tiling_whose_lines(line):
     name = line.split()[1] if line.startswith("your") else line.split()[2]
     assert fold(f"{line}\nm = 1.061\n") == f"[{name}: yours or the course's]\nm = 1.061\n"
+
+
+# ------------------------------------------------------------ notebook 09's piece: softmax_backward
+
+def missing_sum_backward(weights, grad_weights):
+    return np.asarray(weights) * np.asarray(grad_weights)          # w * g: the sum term dropped
+
+
+def test_softmax_backward_stubs_worked_and_wrong(tmp_path, capsys):
+    from helpers.saturation import softmax_jacobian
+    from helpers.training import softmax_backward as course_backward
+    assert "softmax_backward" in CHOICES
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    fn, line = chosen(capsys, "softmax_backward", workbook=module_from(tmp_path / "stubs.py", "stubs_for_backward"))
+    assert fn is course_backward and line == "the course's softmax_backward (yours: not attempted yet)"
+    fn, line = chosen(capsys, "softmax_backward", workbook=types.SimpleNamespace(**WORKED))
+    assert line == "your softmax_backward"
+    w = course_softmax(rng.standard_normal((3, 5)))
+    g = rng.standard_normal((3, 5))
+    want = np.stack([softmax_jacobian(row) @ d for row, d in zip(w, g)])
+    np.testing.assert_allclose(fn(w, g), want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(fn(w[0].tolist(), g[0].tolist()), want[0], rtol=1e-12, atol=1e-14)   # lists in
+    with pytest.raises(ValueError, match="same shape"):             # the course's checks, before yours runs
+        fn(w, g[:, :4])
+    with pytest.raises(ValueError, match="weights must be non-negative"):
+        fn(-w, g)
+    fn, line = chosen(capsys, "softmax_backward", workbook=types.SimpleNamespace(softmax_backward=missing_sum_backward))
+    assert fn is course_backward
+    assert line == "the course's softmax_backward (yours: missing_sum_term; see Build it in notebook 09)"
+    assert fold(line) == "[softmax_backward: yours or the course's]"
+
+
+# ------------------------------------------------------------ notebook 10's piece: rope (workbook.apply_rope)
+
+def rope_i_over_d(x, positions=None):
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape[-2:]
+    m = np.arange(n) if positions is None else np.asarray(positions, dtype=float)
+    angle = m[:, None] * 10000.0 ** (-np.arange(d // 2) / d)          # i / d: the later pairs turn too fast
+    out = np.empty(x.shape)
+    out[..., 0::2] = x[..., 0::2] * np.cos(angle) - x[..., 1::2] * np.sin(angle)
+    out[..., 1::2] = x[..., 0::2] * np.sin(angle) + x[..., 1::2] * np.cos(angle)
+    return out
+
+
+def test_rope_stubs_worked_and_wrong(tmp_path, capsys):
+    from helpers.positions import apply_rope
+    assert "rope" in CHOICES
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    fn, line = chosen(capsys, "rope", workbook=module_from(tmp_path / "stubs.py", "stubs_for_rope"))
+    assert fn is apply_rope and line == "the course's rope (yours: not attempted yet)"
+    fn, line = chosen(capsys, "rope", workbook=types.SimpleNamespace(apply_rope=WORKED["rope"]))
+    assert line == "your rope"
+    x = rng.standard_normal((2, 5, 8))
+    np.testing.assert_allclose(fn(x), apply_rope(x), rtol=1e-12, atol=1e-14)
+    positions = [0.0, 1.5, 3.0, 100.0, 1000.5]                         # fractions, as notebook 10 passes them
+    np.testing.assert_allclose(fn(x, positions), apply_rope(x, positions), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fn(x[0].tolist()), apply_rope(x[0]), rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="even"):                      # the course's checks, before yours runs
+        fn(x[..., :7])
+    with pytest.raises(ValueError, match="positions must have one entry per token"):
+        fn(x, [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"takes no base .*use='course'"):
+        fn(x, base=500.0)
+    fn, line = chosen(capsys, "rope", workbook=types.SimpleNamespace(apply_rope=rope_i_over_d))
+    assert fn is apply_rope
+    assert line == "the course's rope (yours: frequency_exponent; see Build it in notebook 10)"
+    assert fold(line) == "[rope: yours or the course's]"
+    assert chosen(capsys, "rope", workbook=types.SimpleNamespace())[1] == "the course's rope (yours: no apply_rope in the workbook)"
