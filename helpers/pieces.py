@@ -9,6 +9,9 @@ the course's function until then::
 
 Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
 padding_mask (and attention with masks and batches).
+Notebook 06 adds positional_encoding; notebook 08 adds
+online_softmax_update, tiled_attention and kv_cache_step (TILING, below);
+notebook 09 adds softmax_backward and notebook 10 rope (their blocks at the end).
 
 Every call of :func:`piece` prints one short line saying whose version the
 cell runs; nbval_sanitize.cfg folds exactly those
@@ -39,17 +42,23 @@ from helpers.attention import scaled_dot_product_attention, softmax as course_so
 from helpers.attention import merge_heads as course_merge, multi_head_attention as course_multi_head
 from helpers.attention import split_heads as course_split
 from helpers.attention import causal_mask as course_causal_mask, padding_mask as course_padding_mask
+from helpers.positions import sinusoidal_positional_encoding as course_positional_encoding
 from helpers.checkers.checker_attention import MASK_NAMES
 from helpers.checkers.checker_softmax import AXIS_NAMES
 from helpers.checkers.diagnose import diagnose
 from helpers.checkers.runner import parameter, read_numbers
 from helpers.course import BUILT_IN
+from helpers.checkers.checker_tiling import _read_first, _read_step
+from helpers.tiling import KVCache as course_kv_cache, online_softmax_update as course_online_step
+from helpers.tiling import tiled_attention as course_tiled
+from helpers.training import softmax_backward as course_softmax_backward      # notebook 09
+from helpers.positions import apply_rope as course_apply_rope                 # notebook 10
 
 __all__ = ["piece", "clear_cache", "CHOICES", "USES"]
 
 CHOICES = ("softmax", "attention",
            "causal_mask", "padding_mask")              # notebook 04
-"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's added below (HEADS)."""
+"""The pieces :func:`piece` serves so far (issue 33): notebook 01's two, notebook 04's masks here, notebook 05's, 06's and 08's added below (HEADS, POSITIONS, TILING)."""
 USES = ("auto", "course", "yours")
 """auto: yours when diagnose says it is right, else the course's; course: the course's; yours: yours, right or not."""
 _OPTIONS = {"softmax": (), "attention": ("masks", "batches"),
@@ -62,8 +71,14 @@ _files = {}      # path -> ((size, mtime_ns), sha256 of the text)
 def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float64=False, quiet=False):
     """The function a cell should run for the piece ``name``: yours once it is right, else the course's.
 
-    name: "softmax", "attention", notebook 04's "causal_mask", "padding_mask", or notebook
-        05's "split_heads", "merge_heads", "multi_head_attention" (:data:`CHOICES`).
+    name: "softmax", "attention", notebook 04's "causal_mask", "padding_mask", notebook
+        05's "split_heads", "merge_heads", "multi_head_attention", notebook 06's
+        "positional_encoding", or notebook 08's "online_softmax_update", "tiled_attention",
+        "kv_cache_step" (:data:`CHOICES`).
+        Notebook 09's "softmax_backward": ``softmax_backward(weights, d_weights)`` -> d_scores, as
+        helpers.training's (the course's input checks first).
+        Notebook 10's "rope" (workbook.apply_rope): ``apply_rope(x, positions=None, base=10000.0)`` as
+        helpers.positions'; yours takes no base, so another base raises ValueError (use="course" for it).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -94,12 +109,21 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     takes (B, n_k), so one sentence (n_k,) goes in as a batch of one, and
     num_heads adds the head axis of length 1 to what yours returns; the inputs
     are checked as the course's are (ValueError naming the argument).
+    Notebook 08's: ``online_softmax_update(running_max, running_sum, acc,
+    scores, V_block)`` -> (running_max, running_sum, acc), new arrays;
+    ``tiled_attention(Q, K, V, block_size, mask=None, scale=None)`` -> output,
+    yours taking no mask (a mask is refused: that cell keeps the course's);
+    for kv_cache_step, a class with helpers.tiling.KVCache's interface
+    (``append(k, v)``, ``attend(q, scale=None)`` -> (output, weights)) whose
+    attend runs your step (see ``_adapt_kv_cache``).
     ``split_heads(x, num_heads)``, ``merge_heads(x)`` and
     ``multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None,
     num_kv_heads=None)`` -> (output, weights (..., num_heads, n, n)) as
     helpers.attention's; an output-only multi-head function of yours has its
     weights read back from it (see ``_adapt_multi_head``), and yours takes no
     grouped-query num_kv_heads.
+    ``positional_encoding(n, d_model)`` -> (n, d_model), as
+    helpers.positions.sinusoidal_positional_encoding, with its checks of n and d_model.
 
     Prints one line (unless quiet): "your softmax", "your softmax (in
     float32)", "the course's softmax (yours: not attempted yet)", "the
@@ -153,8 +177,8 @@ def _workbook_function(name, workbook):
                 workbook = importlib.import_module("workbook")
             except Exception:          # no workbook.py beside the notebook, or one that does not import
                 return None, "no workbook found"
-    fn = getattr(workbook, name, None)
-    return (fn, None) if callable(fn) else (None, f"no {name} in the workbook")
+    fn = getattr(workbook, _WORKBOOK_NAMES.get(name, name), None)        # notebook 10's rope is apply_rope there
+    return (fn, None) if callable(fn) else (None, f"no {_WORKBOOK_NAMES.get(name, name)} in the workbook")
 
 
 def _fingerprint(fn):
@@ -205,8 +229,14 @@ def _probe_dtype(fn, name):
     if name in _MASKS:
         return None
     try:
-        if name in HEADS:
+        if name in TILING:
+            out = _probe_tiling(name, fn)
+        elif name in _FURTHER:                     # notebooks 09 and 10
+            out = _FURTHER[name][0](fn)(*_FURTHER[name][2]())
+        elif name in HEADS:
             out = _probe_heads(name, fn)
+        elif name in POSITIONS:
+            out = _POSITIONS[name][0](fn)(4, 4)
         elif name == "softmax":
             out = _adapt_softmax(fn)(np.array([[0.0, 1.0, 2.0]]))
         else:
@@ -230,7 +260,7 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
         return f"the course's {name} (yours is {np.dtype(dtype).name}; this cell needs float64)"
     if verdict.mistake == "not_attempted":
         return f"the course's {name} (yours: not attempted yet)"
-    built = re.findall(r"notebook \d\d", BUILT_IN.get(name, ""))   # where it is built, and where masks come
+    built = re.findall(r"notebook \d\d", BUILT_IN.get(_WORKBOOK_NAMES.get(name, name), ""))   # where it is built, and where masks come
     stage = {(True, False): "with a mask", (False, True): "with a batch", (True, True): "with masks and batches"}.get(
         (options.get("masks", False), options.get("batches", False)))
     if stage and _diagnosis(fn, name, {"masks": False, "batches": False})[0].correct:   # right in notebook 01's stage
@@ -243,10 +273,16 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
 # --------------------------------------------------------------------------
 
 def _adapt(name, fn, options):
+    if name in _FURTHER:
+        return _FURTHER[name][0](fn)
     if name in _MASKS:
         return _MASKS[name][0](fn)
+    if name in TILING:
+        return _TILING[name][0](fn)
     if name in HEADS:
         return _HEADS_ADAPT[name](fn)
+    if name in POSITIONS:
+        return _POSITIONS[name][0](fn)
     return _adapt_softmax(fn) if name == "softmax" else _adapt_attention(fn, options)
 
 
@@ -298,10 +334,16 @@ def _adapt_attention(fn, options):
 
 
 def _course(name, options):
+    if name in _FURTHER:
+        return _FURTHER[name][1]
     if name in _MASKS:
         return _MASKS[name][1]
+    if name in TILING:
+        return _TILING[name][1]
     if name in HEADS:
         return _HEADS_COURSE[name]
+    if name in POSITIONS:
+        return _POSITIONS[name][1]
     if name == "softmax":
         return course_softmax
 
@@ -458,3 +500,159 @@ def _probe_heads(name, fn):
 
 _HEADS_ADAPT = {"split_heads": _adapt_split, "merge_heads": _adapt_merge, "multi_head_attention": _adapt_multi_head}
 _HEADS_COURSE = {"split_heads": course_split, "merge_heads": course_merge, "multi_head_attention": course_multi_head}
+
+
+# --------------------------------------------------------------------------
+# Notebook 06's piece: positional_encoding(n, d_model)
+# --------------------------------------------------------------------------
+
+POSITIONS = ("positional_encoding",)
+"""Notebook 06's piece, built there; diagnose takes no stage options for it."""
+CHOICES += POSITIONS
+_OPTIONS.update({name: () for name in POSITIONS})
+
+
+def _adapt_positional_encoding(fn):
+    def positional_encoding(n, d_model):
+        n = inputs.positive_whole(n, "n", "a positive whole number of positions")   # the course's checks
+        value = fn(n, inputs.even_width(d_model))
+        return value if isinstance(value, np.ndarray) else _numbers("positional_encoding", value)[0]
+    return functools.update_wrapper(positional_encoding, fn)
+
+
+_POSITIONS = {"positional_encoding": (_adapt_positional_encoding, course_positional_encoding)}
+"""name -> (the adapter of yours, the course's function)."""
+
+
+# --------------------------------------------------------------------------
+# Notebook 08's pieces: online_softmax_update, tiled_attention, kv_cache_step
+# --------------------------------------------------------------------------
+
+TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
+"""Notebook 08's pieces, built there; diagnose takes no stage options for them."""
+CHOICES += TILING
+_OPTIONS.update({name: () for name in TILING})
+
+
+def _adapt_online_step(fn):
+    """Yours with the course's contract: new arrays back, the caller's untouched (yours may update in place)."""
+    def online_softmax_update(running_max, running_sum, acc, scores, V_block):
+        args = [np.array(a, dtype=float) for a in (running_max, running_sum, acc, scores, V_block)]
+        course_online_step(*args)                       # the course's checks of the five shapes (ValueError)
+        arrays, _, problem = _read_step(fn(*args))
+        if problem is not None:
+            raise ValueError(f"your online_softmax_update {problem}")
+        return tuple(np.array(a) for a in arrays)
+    return functools.update_wrapper(online_softmax_update, fn)
+
+
+def _adapt_tiled(fn):
+    """Yours with the course's signature: the batch broadcast, scale= multiplying Q by scale * sqrt(d_k) (yours
+    divides by sqrt(d_k)); yours takes no mask, so a mask is refused (use the course's for it)."""
+    def tiled_attention(Q, K, V, block_size, mask=None, scale=None):
+        b = inputs.positive_whole(block_size, "block_size", "a positive whole number (keys per block)")
+        if mask is not None:
+            raise ValueError("your tiled_attention takes no mask (the workbook's has none): use "
+                             "piece('tiled_attention', use='course') for a masked one")
+        Q, K, V, batch = inputs.checked_qkv(Q, K, V)
+        Q, K, V = (np.broadcast_to(x, batch + x.shape[-2:]).copy() for x in (Q, K, V))
+        if scale is not None:
+            Q = Q * (inputs.checked_scale(scale, K.shape[-1]) * np.sqrt(K.shape[-1]))
+        return np.asarray(_numbers("tiled_attention", fn(Q, K, V, b))[0])
+    return functools.update_wrapper(tiled_attention, fn)
+
+
+def _adapt_kv_cache(fn):
+    """helpers.tiling.KVCache with its attend run by your step: the output is your step on the cached keys
+    and values (the newest token as its k, v); the weights are your step again with values one-hot over the
+    tokens (the identity: weights @ I = weights); scale= multiplies q by scale * sqrt(d_k)."""
+    class KVCache(course_kv_cache):
+        __doc__ = course_kv_cache.__doc__
+
+        def attend(self, q, scale=None):
+            course_kv_cache.attend(self, q, scale)      # the course's checks (an empty cache, q's shape, scale)
+            q = inputs.real_array(q, "q")
+            if scale is not None:
+                q = q * (inputs.checked_scale(scale, self.d_k) * np.sqrt(self.d_k))
+            keys, values, n = np.array(self.keys), np.array(self.values), len(self)
+            one_hot = np.eye(n)
+
+            def step(vals):
+                value = fn(keys[:-1].copy(), vals[:-1].copy(), q.copy(), keys[-1].copy(), vals[-1].copy())
+                out, _, problem = _read_first(value)
+                if problem is not None:
+                    raise ValueError(f"your kv_cache_step {problem}")
+                return np.asarray(out)
+            return step(values), step(one_hot)
+    KVCache.__qualname__ = KVCache.__name__ = "KVCache"
+    KVCache.step = staticmethod(fn)
+    return KVCache
+
+
+def _probe_tiling(name, fn):
+    x = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 2.0]])
+    if name == "online_softmax_update":
+        return _adapt_online_step(fn)(np.full(3, -np.inf), np.zeros(3), np.zeros((3, 2)), x @ x.T, x)[1]
+    if name == "tiled_attention":
+        return _adapt_tiled(fn)(x, x, x, 2)
+    cache = _adapt_kv_cache(fn)()
+    for row in x:
+        cache.append(row, row)
+    return cache.attend(x[0])[0]
+
+
+_TILING = {"online_softmax_update": (_adapt_online_step, course_online_step),
+           "tiled_attention": (_adapt_tiled, course_tiled), "kv_cache_step": (_adapt_kv_cache, course_kv_cache)}
+"""name -> (the adapter of yours, the course's: for kv_cache_step the class helpers.tiling.KVCache)."""
+
+
+# --------------------------------------------------------------------------
+# Notebook 09's piece: softmax_backward(weights, d_weights), as helpers.training's
+# --------------------------------------------------------------------------
+
+_FURTHER = {}
+"""Notebook 09's and 10's pieces: name -> (the adapter of yours, the course's function, a small input to read
+the dtype of yours on)."""
+_WORKBOOK_NAMES = {}
+"""A piece whose function has another name in the workbook (notebook 10's rope: apply_rope)."""
+
+
+def _adapt_softmax_backward(fn):
+    def softmax_backward(weights, d_weights):
+        w = inputs.checked_weights(weights)                  # the course's checks, ValueError naming the argument
+        g = inputs.real_array(d_weights, "d_weights")
+        if w.shape != g.shape:
+            raise ValueError(f"weights and d_weights must have the same shape (..., n); got {w.shape} and {g.shape}")
+        value = fn(w.copy(), g.copy())
+        return value if isinstance(value, np.ndarray) else _numbers("softmax_backward", value)[0]
+    return functools.update_wrapper(softmax_backward, fn)
+
+
+_FURTHER["softmax_backward"] = (_adapt_softmax_backward, course_softmax_backward,
+                                lambda: (np.array([[0.2, 0.3, 0.5]]), np.array([[1.0, -1.0, 0.5]])))
+CHOICES += ("softmax_backward",)
+_OPTIONS["softmax_backward"] = ()
+
+
+# --------------------------------------------------------------------------
+# Notebook 10's piece: rope, apply_rope(x, positions=None, base=10000.0) as helpers.positions'
+# --------------------------------------------------------------------------
+
+def _adapt_rope(fn):
+    def apply_rope(x, positions=None, base=10000.0):
+        x = inputs.real_array(x, "x")                         # the course's checks, ValueError naming the argument
+        inputs.at_least(x, "x", 2, "(..., n, d)")
+        inputs.even_width(x.shape[-1], "the last dimension d of x", "the features are turned in pairs")
+        m = None if positions is None else inputs.checked_positions(positions, x.shape[-2])
+        if inputs.checked_base(base) != 10000.0:
+            raise ValueError(f"your apply_rope turns by 10000^(-2i/d) and takes no base (got {base!r}): "
+                             "use piece('rope', use='course') for another base")
+        value = fn(x.copy()) if m is None else fn(x.copy(), m)
+        return value if isinstance(value, np.ndarray) else _numbers("apply_rope", value)[0]
+    return functools.update_wrapper(apply_rope, fn)
+
+
+_FURTHER["rope"] = (_adapt_rope, course_apply_rope, lambda: (np.array([[1.0, 0.5], [0.25, -1.0]]),))
+_WORKBOOK_NAMES["rope"] = "apply_rope"
+CHOICES += ("rope",)
+_OPTIONS["rope"] = ()

@@ -47,11 +47,12 @@ CASES = {
         ("not_attempted", "answer = ..."),
     ],
     "ex_reach": [
-        (None, "answer = 4 * (6 - 1) + 1"),
-        ("window_times_layers", "answer = 4 * 6"),
-        ("one_layer_only", "answer = 6"),
-        ("self_not_counted", "answer = 4 * 5"),
-        ("windows_multiplied", "answer = 6 ** 4"),
+        (None, "answer = 4 * (9 - 1) + 1"),
+        (None, "answer = 33"),
+        ("window_times_layers", "answer = 4 * 9"),
+        ("one_layer_only", "answer = 9"),
+        ("self_not_counted", "answer = 4 * 8"),
+        ("windows_multiplied", "answer = 9 ** 4"),
         ("not_attempted", "answer = ..."),
     ],
     "ex_layout": [
@@ -142,6 +143,29 @@ def test_the_layout_exercise_reads_the_notebooks_measurement():
 def test_an_instructors_bad_inputs_are_named(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+# ------------------------------------------------------------ no exercise's answer is on the page above it
+
+@pytest.mark.parametrize("exercise, cell", [("ex_pair", "ex-pair-try"), ("ex_bytes", "ex-bytes-try"),
+                                            ("ex_reach", "ex-reach-try")])
+def test_no_answer_is_printed_above_its_exercise_nor_in_the_window_explorers_states(exercise, cell):
+    # issue 33, section 2: ex_reach asked for 4 layers of window 6, whose 4 x (6 - 1) + 1 = 21 the window
+    # explorer's static form prints in its window-6, 4-layer state ("... = 21, capped at n = 16"); a window of 9
+    # is past the slider's 8, and 33 is no number of any state, nor of any output or sentence above the exercise
+    import nbformat
+
+    from exercise_cases import NUMBER, numbers_above
+    from helpers.explorers.window import LAYERS_MAX, WINDOW_MAX
+    nb = nbformat.read(NOTEBOOKS_DIR / "10_current_models.ipynb", as_version=4)
+    above = numbers_above(nb, cell)
+    states = [float(x) for w in range(1, WINDOW_MAX + 1) for layers in range(1, LAYERS_MAX + 1)
+              for message in window_state(w, layers).messages for x in NUMBER.findall(message)]
+    atol, shown = NS[exercise].atol, above + states
+    found = [[x for x in shown if abs(x - value) <= atol] for value in np.ravel(NS[exercise].expected)]
+    assert not all(found), (exercise, found)            # a pair is read off only when both of its numbers are
+    assert not found[0], (exercise, found)              # and the first of ex_pair's, -0.871, is nowhere
+    assert 21 in states                                   # why: the old inputs' answer was there
 
 
 # ------------------------------------------------------------ the window explorer

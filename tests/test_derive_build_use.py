@@ -1,10 +1,13 @@
-"""Notebooks 01, 04 and 05 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 04, 05, 06, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
 beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
-reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too). Each cell that runs a piece comes after that piece's Build it (in
+reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 06: a positional
+encoding with the exponent i / d_model, exponent_i_over_d; 08: an online_softmax_update that leaves acc
+unrescaled, acc_not_rescaled, which the worked tiled_attention calls; 09: a softmax_backward that returns
+w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent). Each cell that runs a piece comes after that piece's Build it (in
 this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
@@ -55,6 +58,42 @@ def split_heads(x, num_heads):
     return x.reshape(*lead, num_heads, n, d_model // num_heads)   # no swap of the axes: tokens mixed
 '''
 HEADS = ("split_heads", "merge_heads", "multi_head_attention")
+I_OVER_D = '''
+
+def positional_encoding(n, d_model):
+    pos, i = np.arange(n)[:, None], np.arange(d_model // 2)[None, :]
+    angles = pos / 10000 ** (i / d_model)                # i, not 2i: the trap notebook 06 names
+    pe = np.zeros((n, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
+    return pe
+'''
+ACC_KEPT = '''
+
+def online_softmax_update(running_max, running_sum, acc, scores, V_block):
+    new_max = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new_max), 0.0, new_max)
+    p = np.exp(scores - shift[..., None])
+    return new_max, np.exp(running_max - shift) * running_sum + p.sum(axis=-1), acc + p @ V_block   # acc not rescaled
+'''
+TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
+ROPE_I_OVER_D = '''
+
+def apply_rope(x, positions=None):
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape[-2:]
+    m = np.arange(n) if positions is None else np.asarray(positions, dtype=float)
+    angle = m[:, None] * 10000.0 ** (-np.arange(d // 2) / d)      # i / d, not 2i / d: later pairs turn too fast
+    out = np.empty(x.shape)
+    out[..., 0::2] = x[..., 0::2] * np.cos(angle) - x[..., 1::2] * np.sin(angle)
+    out[..., 1::2] = x[..., 0::2] * np.sin(angle) + x[..., 1::2] * np.cos(angle)
+    return out
+'''
+WORKBOOK_NAME = {"rope": "apply_rope"}      # a piece whose workbook function has another name (notebook 10)
+MISSING_SUM = '''
+
+def softmax_backward(weights, grad_weights):
+    return weights * grad_weights                   # w * g: the sum term dropped (notebook 09's trap)
+'''
 
 
 class Case:
@@ -78,6 +117,15 @@ CASES = [
     Case("05_multi_head.ipynb", set(HEADS), {"attention", *HEADS}, "split_heads", RESHAPE_ONLY,
          ("the course's split_heads (yours: reshape_without_transpose", "; see Build it in notebook 05)"),
          gives_way={"multi_head_attention"}),
+    Case("06_order_and_position.ipynb", {"positional_encoding"}, {"positional_encoding"}, "positional_encoding", I_OVER_D,
+         ("the course's positional_encoding (yours: exponent_i_over_d", "; see Build it in notebook 06)")),
+    Case("08_cost_and_tiling.ipynb", set(TILING), set(TILING), "online_softmax_update", ACC_KEPT,
+         ("the course's online_softmax_update (yours: acc_not_rescaled", "; see Build it in notebook 08)"),
+         gives_way={"tiled_attention"}),
+    Case("09_learning.ipynb", {"softmax_backward"}, {"softmax_backward"}, "softmax_backward", MISSING_SUM,
+         ("the course's softmax_backward (yours: missing_sum_term", "; see Build it in notebook 09)")),
+    Case("10_current_models.ipynb", {"apply_rope"}, {"rope"}, "rope", ROPE_I_OVER_D,
+         ("the course's rope (yours: frequency_exponent", "; see Build it in notebook 10)")),
 ]
 
 
@@ -149,7 +197,7 @@ def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(ca
     assert {name for _, names, _ in found for name in names} == case.used
     number = case.path.name[:2]
     for i, names, _ in found:
-        for name in names:
+        for name in (WORKBOOK_NAME.get(n, n) for n in names):
             if name in built:
                 assert i > built[name], f"code cell {i} uses {name} before its Build it (code cell {built[name]})"
             else:                                      # built in an earlier notebook
@@ -166,10 +214,16 @@ def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbe
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
     assert verdicts and all(v.startswith("Correct!") for v in verdicts), verdicts
-    if case.path.name == "05_multi_head.ipynb":      # the explorer runs on the learner's piece and says so
-        explorer = next(c for c in code_cells(right) if "heads_explorer(" in c.source)
-        assert "Computed by your multi_head_attention." in text(explorer)
-        assert "Computed by your" not in text(next(c for c in code_cells(stored) if "heads_explorer(" in c.source))
+    said = {"04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
+            "05_multi_head.ipynb": ("heads_explorer(", "Computed by your multi_head_attention.")}
+    if case.path.name in said:                       # the explorer runs on the learner's pieces and says so
+        call, caption = said[case.path.name]
+        explorer = next(c for c in code_cells(right) if call in c.source)
+        assert caption in text(explorer)
+        assert "Computed by your" not in text(next(c for c in code_cells(stored) if call in c.source))
+    if case.path.name == "08_cost_and_tiling.ipynb":  # the tiling explorer runs on the learner's step and says so
+        explorer = next(c for c in code_cells(right) if c.source.startswith("explorer\n") or c.source == "explorer")
+        assert "Computed by your online_softmax_update." in text(explorer)
 
 
 def test_a_wrong_piece_gives_way_to_the_course_and_is_named(case, stored, one_wrong):

@@ -282,8 +282,9 @@ def test_bad_arguments_are_named():
         piece("softmax", float64=64)
     with pytest.raises(ValueError, match=r"piece\('causal_mask'\) takes no batches= option"):
         piece("causal_mask", batches=True)
-    assert CHOICES == ("softmax", "attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
-                       "multi_head_attention") and USES == ("auto", "course", "yours")
+    assert CHOICES[:7] == ("softmax", "attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
+                           "multi_head_attention") and USES == ("auto", "course", "yours")
+    assert "positional_encoding" in CHOICES                                                   # notebook 06
 
 
 # ------------------------------------------------------------ the cache
@@ -338,7 +339,9 @@ def fold(text):
     "the course's softmax (yours is float32; this cell needs float64)",
     "the course's softmax (yours: no softmax in the workbook)",
     "your split_heads", "your multi_head_attention", "the course's merge_heads (yours: not attempted yet)",
-    "the course's multi_head_attention (yours: scale_by_d_model; see Build it in notebook 05)"])
+    "the course's multi_head_attention (yours: scale_by_d_model; see Build it in notebook 05)",
+    "your positional_encoding", "the course's positional_encoding (yours: exponent_i_over_d; see Build it in notebook 06)",
+    "the course's positional_encoding (yours is float32; this cell needs float64)"])
 def test_the_sanitizer_folds_every_whose_line_to_one_text(line):
     name = line.split()[1] if line.startswith("your") else line.split()[2]
     assert fold(f"above\n{line}\nweights: [0.132 0.325]\n") == f"above\n[{name}: yours or the course's]\nweights: [0.132 0.325]\n"
@@ -489,3 +492,230 @@ def attention(Q, K, V, mask=None):
     out, w = at(Q, Q, Q)
     want_out, want_w = scaled_dot_product_attention(Q, Q, Q)
     assert np.allclose(out, want_out) and np.allclose(w, want_w)
+
+
+# ------------------------------------------------------------ notebook 06's piece: positional_encoding
+
+def exponent_i_over_d(n, d_model):
+    pos, i = np.arange(n)[:, None], np.arange(d_model // 2)[None, :]
+    angle = pos / 10000.0 ** (i / d_model)                              # i, not 2i: the trap of notebook 06
+    pe = np.empty((n, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
+
+
+def test_the_positions_stub_gives_the_course_function_not_attempted_yet(tmp_path, capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    stubs = module_from(tmp_path / "stubs.py", "stubs_for_positions")
+    fn, line = chosen(capsys, "positional_encoding", workbook=stubs)
+    assert fn is sinusoidal_positional_encoding and line == "the course's positional_encoding (yours: not attempted yet)"
+
+
+def test_the_worked_positional_encoding_runs_and_says_yours(capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    fn, line = chosen(capsys, "positional_encoding", workbook=types.SimpleNamespace(**WORKED))
+    assert inspect.unwrap(fn) is WORKED["positional_encoding"] and line == "your positional_encoding"
+    for n, d_model in ((64, 64), (4, 2), (1, 384)):
+        np.testing.assert_allclose(fn(n, d_model), sinusoidal_positional_encoding(n, d_model), rtol=0, atol=1e-12)
+    for args, name in (((0, 4), "n"), ((4, 5), "d_model"), ((2.5, 4), "n")):   # the course's checks, yours or not
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            fn(*args)
+    listed = piece("positional_encoding", quiet=True, workbook=types.SimpleNamespace(
+        positional_encoding=lambda n, d_model: WORKED["positional_encoding"](n, d_model).tolist()))
+    assert isinstance(listed(3, 4), np.ndarray)                        # a list is read as an array, as diagnose reads it
+
+
+def test_a_wrong_positional_encoding_gives_the_course_and_names_its_key(capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    fn, line = chosen(capsys, "positional_encoding", workbook=types.SimpleNamespace(positional_encoding=exponent_i_over_d))
+    assert fn is sinusoidal_positional_encoding
+    assert line == "the course's positional_encoding (yours: exponent_i_over_d; see Build it in notebook 06)"
+
+
+def test_a_float32_positional_encoding_runs_but_gives_way_where_a_cell_needs_float64(capsys):
+    from helpers.positions import sinusoidal_positional_encoding
+    mine = types.SimpleNamespace(positional_encoding=lambda n, d_model: WORKED["positional_encoding"](n, d_model)
+                                 .astype(np.float32))
+    fn, line = chosen(capsys, "positional_encoding", workbook=mine)
+    assert line == "your positional_encoding (in float32)" and fn(3, 4).dtype == np.float32
+    fn, line = chosen(capsys, "positional_encoding", float64=True, workbook=mine)
+    assert fn is sinusoidal_positional_encoding
+    assert line == "the course's positional_encoding (yours is float32; this cell needs float64)"
+
+
+# ------------------------------------------------------------ notebook 08's pieces: the online step, tiled attention, the KV cache
+
+TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
+QT, KT, VT = rng.standard_normal((2, 7, 4)), rng.standard_normal((2, 7, 4)), rng.standard_normal((2, 7, 3))
+
+
+def step_acc_not_rescaled(running_max, running_sum, acc, scores, V_block):
+    new_max = np.maximum(running_max, scores.max(axis=-1))
+    shift = np.where(np.isneginf(new_max), 0.0, new_max)
+    p = np.exp(scores - shift[..., None])
+    return new_max, np.exp(running_max - shift) * running_sum + p.sum(axis=-1), acc + p @ V_block   # acc as it was
+
+
+def tiled_last_block_dropped(Q, K, V, block_size):
+    n_k = K.shape[-2] // block_size * block_size                   # the shorter last block left out
+    return WORKED["tiled_attention"](Q, K[..., :n_k, :], V[..., :n_k, :], block_size)
+
+
+def kv_new_token_forgotten(cache_keys, cache_values, q, k, v):
+    if len(cache_keys) == 0:
+        return np.zeros(len(v))
+    scores = cache_keys @ q / np.sqrt(q.shape[-1])
+    e = np.exp(scores - scores.max())
+    return e / e.sum() @ cache_values
+
+
+def test_the_tiling_stubs_give_the_course_functions_not_attempted_yet(tmp_path, capsys):
+    import helpers.tiling as course
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    stubs = module_from(tmp_path / "stubs.py", "stubs_for_tiling")
+    for name, theirs in zip(TILING, (course.online_softmax_update, course.tiled_attention, course.KVCache)):
+        fn, line = chosen(capsys, name, workbook=stubs)
+        assert fn is theirs and line == f"the course's {name} (yours: not attempted yet)"
+    assert set(TILING) <= set(CHOICES)
+
+
+def test_the_worked_tiling_pieces_run_and_say_yours_with_the_course_signatures(capsys):
+    import helpers.tiling as course
+    mine = types.SimpleNamespace(**WORKED)
+    step, line = chosen(capsys, "online_softmax_update", workbook=mine)
+    assert line == "your online_softmax_update"
+    start = (np.full((2, 7), -np.inf), np.zeros((2, 7)), np.zeros((2, 7, 3)))
+    scores = QT @ np.swapaxes(KT, -1, -2) / 2.0
+    got = want = start
+    for k0 in (0, 3, 6):                                          # three blocks, the last one shorter
+        got = step(*got, scores[..., k0:k0 + 3], VT[..., k0:k0 + 3, :])
+        want = course.online_softmax_update(*want, scores[..., k0:k0 + 3], VT[..., k0:k0 + 3, :])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="same b keys"):
+        step(*start, scores[..., :3], VT[..., :2, :])
+    tiled, line = chosen(capsys, "tiled_attention", workbook=mine)
+    assert line == "your tiled_attention"
+    for b, scale in ((1, None), (3, None), (7, 0.25), (20, 1.0)):
+        np.testing.assert_allclose(tiled(QT, KT, VT, b, scale=scale), course.tiled_attention(QT, KT, VT, b, scale=scale),
+                                   rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tiled(QT[0], KT, VT, 2), course.tiled_attention(QT[0], KT, VT, 2), rtol=1e-12)  # broadcast
+    with pytest.raises(ValueError, match=r"takes no mask.*use='course'"):
+        tiled(QT, KT, VT, 2, mask=np.ones((7, 7), dtype=bool))
+    with pytest.raises(ValueError, match="block_size must be a positive whole number"):
+        tiled(QT, KT, VT, 0)
+    Cache, line = chosen(capsys, "kv_cache_step", workbook=mine)
+    assert line == "your kv_cache_step" and issubclass(Cache, course.KVCache)
+    yours, theirs = Cache(), course.KVCache()
+    for q, k, v in zip(QT[0], KT[0], VT[0]):
+        yours.append(k, v)
+        theirs.append(k, v)
+        for scale in (None, 0.5):
+            for g, w in zip(yours.attend(q, scale=scale), theirs.attend(q, scale=scale)):   # output, and its weights
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    assert len(yours) == 7 and yours.nbytes == theirs.nbytes and yours.keys.shape == (7, 4)
+    with pytest.raises(ValueError, match="the cache is empty"):
+        Cache().attend(QT[0, 0])
+
+
+def test_an_in_place_step_of_yours_leaves_the_callers_arrays_alone(capsys):
+    from wrong_functions import online_softmax_update_in_place   # tests/ is on the path under pytest
+    mine = types.SimpleNamespace(online_softmax_update=online_softmax_update_in_place)
+    step, line = chosen(capsys, "online_softmax_update", workbook=mine)
+    assert line == "your online_softmax_update"
+    m, l, acc = np.full(7, -np.inf), np.zeros(7), np.zeros((7, 3))
+    new = step(m, l, acc, QT[0] @ KT[0].T, VT[0])
+    assert np.isneginf(m).all() and not l.any() and not acc.any() and np.all(np.isfinite(new[0]))
+
+
+def test_wrong_tiling_pieces_give_the_course_and_name_their_key(capsys):
+    import helpers.tiling as course
+    for name, fn, key, theirs in [
+            ("online_softmax_update", step_acc_not_rescaled, "acc_not_rescaled", course.online_softmax_update),
+            ("tiled_attention", tiled_last_block_dropped, "last_block_dropped", course.tiled_attention),
+            ("kv_cache_step", kv_new_token_forgotten, "new_token_not_attended", course.KVCache)]:
+        got, line = chosen(capsys, name, workbook=types.SimpleNamespace(**{name: fn}))
+        assert got is theirs, line
+        mistake = pieces.diagnose(fn, piece=name).mistake
+        assert mistake not in (None, "different") and (key is None or mistake == key), mistake
+        assert line == f"the course's {name} (yours: {mistake}; see Build it in notebook 08)"
+
+
+@pytest.mark.parametrize("line", [
+    "your online_softmax_update", "your tiled_attention", "your kv_cache_step",
+    "the course's tiled_attention (yours: not attempted yet)",
+    "the course's online_softmax_update (yours: acc_not_rescaled; see Build it in notebook 08)",
+    "the course's kv_cache_step (yours: new_token_not_attended; see Build it in notebook 08)"])
+def test_the_sanitizer_folds_the_tiling_whose_lines(line):
+    name = line.split()[1] if line.startswith("your") else line.split()[2]
+    assert fold(f"{line}\nm = 1.061\n") == f"[{name}: yours or the course's]\nm = 1.061\n"
+
+
+# ------------------------------------------------------------ notebook 09's piece: softmax_backward
+
+def missing_sum_backward(weights, grad_weights):
+    return np.asarray(weights) * np.asarray(grad_weights)          # w * g: the sum term dropped
+
+
+def test_softmax_backward_stubs_worked_and_wrong(tmp_path, capsys):
+    from helpers.saturation import softmax_jacobian
+    from helpers.training import softmax_backward as course_backward
+    assert "softmax_backward" in CHOICES
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    fn, line = chosen(capsys, "softmax_backward", workbook=module_from(tmp_path / "stubs.py", "stubs_for_backward"))
+    assert fn is course_backward and line == "the course's softmax_backward (yours: not attempted yet)"
+    fn, line = chosen(capsys, "softmax_backward", workbook=types.SimpleNamespace(**WORKED))
+    assert line == "your softmax_backward"
+    w = course_softmax(rng.standard_normal((3, 5)))
+    g = rng.standard_normal((3, 5))
+    want = np.stack([softmax_jacobian(row) @ d for row, d in zip(w, g)])
+    np.testing.assert_allclose(fn(w, g), want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(fn(w[0].tolist(), g[0].tolist()), want[0], rtol=1e-12, atol=1e-14)   # lists in
+    with pytest.raises(ValueError, match="same shape"):             # the course's checks, before yours runs
+        fn(w, g[:, :4])
+    with pytest.raises(ValueError, match="weights must be non-negative"):
+        fn(-w, g)
+    fn, line = chosen(capsys, "softmax_backward", workbook=types.SimpleNamespace(softmax_backward=missing_sum_backward))
+    assert fn is course_backward
+    assert line == "the course's softmax_backward (yours: missing_sum_term; see Build it in notebook 09)"
+    assert fold(line) == "[softmax_backward: yours or the course's]"
+
+
+# ------------------------------------------------------------ notebook 10's piece: rope (workbook.apply_rope)
+
+def rope_i_over_d(x, positions=None):
+    x = np.asarray(x, dtype=float)
+    n, d = x.shape[-2:]
+    m = np.arange(n) if positions is None else np.asarray(positions, dtype=float)
+    angle = m[:, None] * 10000.0 ** (-np.arange(d // 2) / d)          # i / d: the later pairs turn too fast
+    out = np.empty(x.shape)
+    out[..., 0::2] = x[..., 0::2] * np.cos(angle) - x[..., 1::2] * np.sin(angle)
+    out[..., 1::2] = x[..., 0::2] * np.sin(angle) + x[..., 1::2] * np.cos(angle)
+    return out
+
+
+def test_rope_stubs_worked_and_wrong(tmp_path, capsys):
+    from helpers.positions import apply_rope
+    assert "rope" in CHOICES
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    fn, line = chosen(capsys, "rope", workbook=module_from(tmp_path / "stubs.py", "stubs_for_rope"))
+    assert fn is apply_rope and line == "the course's rope (yours: not attempted yet)"
+    fn, line = chosen(capsys, "rope", workbook=types.SimpleNamespace(apply_rope=WORKED["rope"]))
+    assert line == "your rope"
+    x = rng.standard_normal((2, 5, 8))
+    np.testing.assert_allclose(fn(x), apply_rope(x), rtol=1e-12, atol=1e-14)
+    positions = [0.0, 1.5, 3.0, 100.0, 1000.5]                         # fractions, as notebook 10 passes them
+    np.testing.assert_allclose(fn(x, positions), apply_rope(x, positions), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fn(x[0].tolist()), apply_rope(x[0]), rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="even"):                      # the course's checks, before yours runs
+        fn(x[..., :7])
+    with pytest.raises(ValueError, match="positions must have one entry per token"):
+        fn(x, [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"takes no base .*use='course'"):
+        fn(x, base=500.0)
+    fn, line = chosen(capsys, "rope", workbook=types.SimpleNamespace(apply_rope=rope_i_over_d))
+    assert fn is apply_rope
+    assert line == "the course's rope (yours: frequency_exponent; see Build it in notebook 10)"
+    assert fold(line) == "[rope: yours or the course's]"
+    assert chosen(capsys, "rope", workbook=types.SimpleNamespace())[1] == "the course's rope (yours: no apply_rope in the workbook)"

@@ -52,14 +52,17 @@ def test_the_notebooks_exercises_have_the_hand_derived_answers():
     assert float(EXERCISES["ex_count"].expected) == 288_000_000
     # 2 x 28 x 16 x 128 x 4096 = 469,762,048 numbers.
     assert float(NS["ex_cache"].expected) == 469_762_048
-    # m = 0.159 ('the'), l = 1; 'river' scores 1.061: m' = 1.061, l' = exp(0.159 - 1.061) + 1.
-    assert np.allclose(NS["ex_step"].expected, [S_RIVER, math.exp(S_THE - S_RIVER) + 1], atol=1e-12)
+    # m = 0.955 ('flooded' alone), l = 1; the block 'river', 'bank' scores 1.061 and 0.795:
+    # m' = 1.061, l' = exp(0.955 - 1.061) x 1 + exp(0) + exp(0.795 - 1.061) = 0.899 + 1 + 0.767 = 2.666.
+    assert np.allclose(NS["ex_step"].expected, [S_RIVER, F + 1 + B], atol=1e-12)
 
 
-# The scaled scores of 'the' and 'river' in the row of 'bank' (source 000): q_bank = (0.75, 0.75),
-# k_the = (0.2, 0.1), k_river = (2, 0), d_k = 2.
-S_THE, S_RIVER = (0.75 * 0.2 + 0.75 * 0.1) / math.sqrt(2), 0.75 * 2.0 / math.sqrt(2)
-F = math.exp(S_THE - S_RIVER)     # the rescaling factor, 0.406
+# The scaled scores of 'river', 'bank' and 'flooded' in the row of 'bank' (source 000): q_bank = (0.75, 0.75),
+# k_river = (2, 0), k_bank = (1, 0.5), k_flooded = (1.6, 0.2), d_k = 2.
+S_RIVER, S_BANK, S_FLOODED = (0.75 * 2.0 / math.sqrt(2), (0.75 * 1.0 + 0.75 * 0.5) / math.sqrt(2),
+                              (0.75 * 1.6 + 0.75 * 0.2) / math.sqrt(2))
+F = math.exp(S_FLOODED - S_RIVER)     # the rescaling factor of the old sum, 0.899
+B = math.exp(S_BANK - S_RIVER)        # bank's term against the new maximum, 0.767
 
 CASES = {
     "ex_count": [
@@ -76,21 +79,21 @@ CASES = {
         ("other_exercise", 2 * 28 * 16 * 128 * 4096),
     ],
     "ex_step": [
-        (None, [1.061, 1.406]),
-        (None, np.array([1.0607, 1.4058])),
-        ("not_rescaled", [1.061, 2.0]),
-        ("factor_upside_down", [S_RIVER, 1 / F + 1]),
-        ("old_max_kept", [S_THE, 1 + math.exp(S_RIVER - S_THE)]),
-        ("no_max_subtraction", [S_RIVER, F + math.exp(S_RIVER)]),
-        ("no_max_subtraction", [S_RIVER, math.exp(S_THE) + math.exp(S_RIVER)]),   # nothing shifted: e^m l + e^s
-        ("no_max_subtraction", [1.061, math.exp(0.159) + math.exp(1.061)]),  # the same, from the printed m and score
-        ("scores_not_exponentiated", [S_RIVER, F + 0.0]),
-        ("old_max_in_answer", [S_THE, F + 1]),             # the right l beside the old m
-        ("old_sum_dropped", [S_RIVER, 1.0]),                # exp(s_river - m') = exp(0) = 1 alone
-        ("m_and_l_swapped", [F + 1, S_RIVER]),              # [l', m']
-        ("rounded", [1.06, 1.41]),
-        ("shape", 1.406),
-        ("different", [1.061, 1.5]),
+        (None, [1.061, 2.666]),
+        (None, np.array([1.0607, 2.6664])),
+        ("not_rescaled", [S_RIVER, 1 + 1 + B]),
+        ("factor_upside_down", [S_RIVER, 1 / F + 1 + B]),
+        ("old_max_kept", [S_FLOODED, 1 + math.exp(S_RIVER - S_FLOODED) + math.exp(S_BANK - S_FLOODED)]),
+        ("no_max_subtraction", [S_RIVER, F + math.exp(S_RIVER) + math.exp(S_BANK)]),
+        ("no_max_subtraction", [S_RIVER, math.exp(S_FLOODED) + math.exp(S_RIVER) + math.exp(S_BANK)]),  # e^m l + e^s
+        ("no_max_subtraction", [1.061, math.exp(0.955) + math.exp(1.061) + math.exp(0.795)]),  # from the printed ones
+        ("scores_not_exponentiated", [S_RIVER, F + 0.0 + (S_BANK - S_RIVER)]),
+        ("old_max_in_answer", [S_FLOODED, F + 1 + B]),     # the right l beside the old m
+        ("old_sum_dropped", [S_RIVER, 1 + B]),              # the block's terms alone
+        ("m_and_l_swapped", [F + 1 + B, S_RIVER]),          # [l', m']
+        ("rounded", [1.06, 2.67]),
+        ("shape", 2.666),
+        ("different", [1.061, 2.5]),
     ],
     "ex_cache": [
         (None, 2 * 28 * 16 * 128 * 4096),
@@ -230,3 +233,29 @@ def test_a_measurement_that_shows_something_else_is_refused_by_name(changed, pat
     from helpers.exercises import EncoderCacheExercise
     with pytest.raises(ValueError, match=pattern):
         EncoderCacheExercise(changed)
+
+
+# ------------------------------------------------------------ exercise 1 is no read-off (issue 33, section 2)
+
+def test_exercise_1s_step_is_printed_nowhere_above_it_nor_in_any_explorer_state():
+    """Section 3 and the explorer read the keys left to right: every running sum they print (the row of bank's
+    1, 1.406, 2.173 and 3.072, and every row's in every state of the explorer) is another step's. The exercise
+    reads the keys in another order, flooded first and then the block river, bank, so its l' is none of them."""
+    import itertools
+
+    from exercise_cases import numbers_above
+    from helpers.exercises.feedback import EXACT_ATOL
+    from helpers.explorers import tiling_state
+
+    m_new, l_new = NS["ex_step"].expected
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    solution = next(c for c in nb.cells if c.cell_type == "code" and "ex_step.solution()" in c.source)
+    assert f"{l_new:.3f}" in solution.outputs[0]["data"]["text/plain"]      # the exercise's own answer
+    answer_cell = next(c for c in nb.cells if c.cell_type == "code" and "ex_step.check(answer)" in c.source)
+    above = numbers_above(nb, answer_cell.id)
+    assert not [x for x in above if abs(x - l_new) <= EXACT_ATOL], l_new
+    assert [x for x in above if abs(x - 1.406) <= EXACT_ATOL]                  # the old exercise's answer is there
+    sums = [v for b, causal in itertools.product(range(1, 5), (False, True)) for k in range(1, -(-4 // b) + 1)
+            for state in [tiling_state(b, k, causal)] for v in (*state.sum_before, *state.sum_after)]
+    assert len(sums) == 2 * 8 * 9
+    assert not [v for v in sums if abs(v - l_new) <= EXACT_ATOL]

@@ -160,3 +160,30 @@ def test_the_picture_shows_every_running_value_row_by_row(b, step, causal):
         (m0, l0), (m1, l1) = m_l(i, start), m_l(i, stop)
         want = [_shown(s) for s in S[i][start:stop]] + [_shown(m0), _shown(m1), _shown(l0), _shown(l1)]
         assert re.findall(r">([^<>]*)</td>", cells) == want, (EX.tokens[i], b, step, causal)
+
+
+def test_the_tiling_explorer_runs_on_the_step_it_is_given_and_says_so():
+    # notebook 08 passes piece("online_softmax_update"): yours once it is right
+    import types
+    from helpers.checkers.solutions import WORKED
+    from helpers.pieces import piece
+    step = piece("online_softmax_update", quiet=True, workbook=types.SimpleNamespace(**WORKED))
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return step(*args)
+    for b, k, causal in list(settings())[::3]:
+        yours, course = W.tiling_state(b, k, causal, online_softmax_update=counted), W.tiling_state(b, k, causal)
+        for name in ("max_after", "sum_after", "weights", "output"):
+            np.testing.assert_allclose(getattr(yours, name), getattr(course, name), rtol=1e-12, atol=1e-15)
+        assert yours.messages == course.messages + ("Computed by your online_softmax_update.",)
+    assert "Computed by your" not in " ".join(W.tiling_state().messages)
+    ex = W.tiling_explorer(online_softmax_update=counted)
+    before = len(calls)
+    ex.controls["block_size"].value = 1
+    assert len(calls) > before and ex.state.messages[-1] == "Computed by your online_softmax_update."
+    states, theirs = ex.static_states(), W.tiling_explorer().static_states()   # every state of its static grid
+    assert set(states) == set(theirs) and all("Computed by your online_softmax_update." in v for v in states.values())
+    wrong = W.tiling_state(1, 2, online_softmax_update=lambda m, l, acc, s, V: (m, l, acc))   # right or not, it runs
+    assert np.isneginf(wrong.max_after).all()

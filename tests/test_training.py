@@ -383,7 +383,7 @@ def test_numerical_gradient_refuses_a_low_precision_loss(dtype):
     assert np.allclose(numerical_gradient(lambda v: np.float64(v @ v), x), 2 * x, atol=1e-8)
 
 
-def test_the_gradient_of_w_v_by_hand_is_the_chain_rule_the_notebook_writes():
+def test_the_gradients_of_w_v_and_w_q_by_hand_are_the_chain_rule_the_notebook_writes():
     # the notebook's three steps: dL/d(out) = dL/dlogits W_out^T, dL/dV = weights^T dL/d(out), dL/dW_V = X^T dL/dV
     s = BANK_SETUP
     task, p = bank_task(8, seed=s["train_seed"]), init_params(6, s["d_k"], s["d_v"], 2, seed=s["init_seed"])
@@ -397,9 +397,19 @@ def test_the_gradient_of_w_v_by_hand_is_the_chain_rule_the_notebook_writes():
     # a wrong chain (the weights not transposed) is caught by the same check
     wrong = np.einsum("bnd,bne->de", task.X, cache["weights"] @ (d_logits @ p["W_out"].T))
     assert relative_error(wrong, numeric) > 1e-3
+    # and on through the softmax to W_Q (the notebook's third step, with the learner's softmax_backward once right):
+    # dL/dweights = dL/d(out) V^T, dL/dscores = softmax_backward(weights, .), dL/dW_Q = X^T dL/dscores K / sqrt(d_k)
+    d_weights = (d_logits @ p["W_out"].T) @ np.swapaxes(cache["V"], -1, -2)
+    d_scores = softmax_backward(cache["weights"], d_weights) / np.sqrt(s["d_k"])
+    by_hand_q = np.einsum("bnd,bne->de", task.X, d_scores @ cache["K"])
+    numeric_q = numerical_gradient(lambda W: loss_and_grads({**p, "W_Q": W}, task.X, task.targets)[0], p["W_Q"])
+    assert relative_error(by_hand_q, numeric_q) < 1e-8
+    dropped = np.einsum("bnd,bne->de", task.X, cache["weights"] * d_weights / np.sqrt(s["d_k"]) @ cache["K"])
+    assert relative_error(dropped, numeric_q) > 1e-3              # w * g, the build's trap, fails the same check
     out = "".join(o.get("text", "") for c in nbformat.read(NOTEBOOK, as_version=4).cells
                   if c.cell_type == "code" for o in c.outputs)
-    assert "relative error against finite differences below 1e-8: True" in out
+    assert ("relative error against finite differences below 1e-8:\n  dL/dW_V by hand, (6, 2): True\n"
+            "  dL/dW_Q by hand, (6, 2): True\n") in out
 
 
 def test_the_causal_models_first_pattern_guesses_are_at_chance_yet_confident_as_the_notebook_says():

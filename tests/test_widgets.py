@@ -202,13 +202,20 @@ def test_the_mask_explorer_runs_on_the_functions_it_is_given():
         yours, course = W.mask_state(causal, hidden, where, attention=counted, causal_mask=mask), W.mask_state(causal, hidden, where)
         np.testing.assert_allclose(yours.weights, course.weights, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(yours.output, course.output, rtol=1e-12, atol=1e-15)
-        assert yours.messages == course.messages and np.array_equal(yours.mask, course.mask)
+        whose = "Computed by your attention and causal_mask." if causal else "Computed by your attention."
+        assert yours.messages == course.messages + (whose,) and np.array_equal(yours.mask, course.mask)
     assert calls == [True, False, True]                  # masked before the softmax; after it, the full softmax
     ex = W.mask_explorer(attention=counted, causal_mask=mask)
     ex.controls["where"].value = "after"
     assert calls[-2:] == [True, False]                   # the live explorer, and every state of its static grid
     states = ex.static_states()
-    assert len(calls) >= 4 + len(states) and states == W.mask_explorer().static_states()
+    said = re.compile(r"<p [^>]*>Computed by your attention( and causal_mask)?\.</p>")
+    assert len(calls) >= 4 + len(states) and all(said.search(html) for html in states.values())
+    assert {k: said.sub("", html) for k, html in states.items()} == W.mask_explorer().static_states()
+    # the course's own, as piece(..., use="course") gives them, are not called yours
+    course = piece("attention", "course", masks=True, batches=True, quiet=True), piece("causal_mask", "course", quiet=True)
+    assert W.mask_state(True, attention=course[0], causal_mask=course[1]).messages == W.mask_state(True).messages
+    assert W.mask_state(True, attention=course[0], causal_mask=mask).messages[-1] == "Computed by your causal_mask."
     flipped = W.mask_state(True, attention=counted, causal_mask=lambda n: np.triu(np.ones((n, n), dtype=bool)))
     assert flipped.weights[0, 1] > 0                     # what it was given runs, right or not
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -80,6 +81,9 @@ def mask_state(causal=True, hidden=(), where="before", example="river_bank", *, 
         ``causal_mask(n) -> (n, n) bool``); None means the course's
         ``scaled_dot_product_attention`` and ``causal_mask``. The notebook
         passes what ``helpers.pieces.piece`` gives: yours once it is right.
+        A function that is not the course's and ran at this setting is
+        named in a last message: "Computed by your attention and
+        causal_mask." (causal_mask runs only when ``causal`` is True).
 
     A query whose keys are all hidden gets all-zero weights and a zero
     output (in "before" mode the documented behaviour of
@@ -96,6 +100,9 @@ def mask_state(causal=True, hidden=(), where="before", example="river_bank", *, 
     hidden = _positions(hidden, ex.tokens)
     if where not in ("before", "after"):
         raise ValueError(f"where must be 'before' or 'after' (the softmax); got {where!r}")
+    yours = [name for name, fn, course, ran in [("attention", attention, scaled_dot_product_attention, True),
+                                                ("causal_mask", causal_mask, course_causal_mask, causal)]
+             if ran and fn is not None and inspect.unwrap(fn) is not course]   # piece()'s course attention wraps it
     attention = scaled_dot_product_attention if attention is None else attention
     causal_mask = course_causal_mask if causal_mask is None else causal_mask
     mask = np.array(causal_mask(n), dtype=bool) if causal else np.ones((n, n), dtype=bool)
@@ -112,7 +119,8 @@ def mask_state(causal=True, hidden=(), where="before", example="river_bank", *, 
     return MaskState(tokens=tuple(ex.tokens), causal=causal, hidden=hidden, where=where, mask=mask,
                      weights=weights, output=output, row_sums=sums,
                      entropy=attention_entropy(weights) if where == "before" else None,
-                     empty_rows=empty, messages=_mask_messages(ex.tokens, causal, hidden, where, mask, sums, empty))
+                     empty_rows=empty, messages=_mask_messages(ex.tokens, causal, hidden, where, mask, sums, empty)
+                     + ((f"Computed by your {' and '.join(yours)}.",) if yours else ()))
 
 
 def _mask_messages(tokens, causal, hidden, where, mask, sums, empty):

@@ -14,7 +14,7 @@ import numpy as np
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.explorers.base import Explorer, _example, _flag, _listed
 from helpers.plots import html_grid, values_table_html, weights_table_html
-from helpers.tiling import online_softmax_update
+from helpers.tiling import online_softmax_update as course_online_softmax_update
 
 __all__ = [
     "TilingState", "tiling_state", "tiling_explorer",
@@ -69,7 +69,7 @@ def _num(x):
     return "−∞" if np.isneginf(x) else f"{float(x):.3f}"
 
 
-def tiling_state(block_size=2, step=1, causal=False, example="river_bank"):
+def tiling_state(block_size=2, step=1, causal=False, example="river_bank", *, online_softmax_update=None):
     """The online softmax of a worked example after ``step`` blocks of ``block_size`` keys.
 
     Every query reads the keys left to right, ``block_size`` at a time, and
@@ -98,10 +98,11 @@ def tiling_state(block_size=2, step=1, causal=False, example="river_bank"):
     Q, K, V = ex.X @ ex.W_Q, ex.X @ ex.W_K, ex.X @ ex.W_V
     allowed = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
     scores = np.where(allowed, (Q @ K.T) / np.sqrt(K.shape[1]), -np.inf)
+    run = course_online_softmax_update if online_softmax_update is None else online_softmax_update
     m, l, acc = np.full(n, -np.inf), np.zeros(n), np.zeros((n, V.shape[1]))
     for k in range(step):
         m_before, l_before = m, l
-        m, l, acc = online_softmax_update(m, l, acc, scores[:, k * b:(k + 1) * b], V[k * b:(k + 1) * b])
+        m, l, acc = run(m, l, acc, scores[:, k * b:(k + 1) * b], V[k * b:(k + 1) * b])
     start, stop = (step - 1) * b, min(step * b, n)
     read = allowed & (np.arange(n) < stop)[None, :]
     safe_l = np.where(l == 0.0, 1.0, l)
@@ -113,6 +114,8 @@ def tiling_state(block_size=2, step=1, causal=False, example="river_bank"):
     final = step == n_steps
     messages = _tiling_messages(tokens, ex.index(ex.query_token), b, step, n_steps, causal, (start, stop),
                                 m_before, m, l_before, l, scores, final, weights, plain_weights, output, plain_output)
+    if run is not course_online_softmax_update:
+        messages += ("Computed by your online_softmax_update.",)
     return TilingState(tokens=tokens, block_size=b, step=step, n_steps=n_steps, causal=causal, scores=scores,
                        read=read, block=(start, stop), max_before=m_before, max_after=m, sum_before=l_before,
                        sum_after=l, weights=weights, output=output, final=final, plain_weights=plain_weights,
@@ -199,7 +202,7 @@ class _TilingExplorer(Explorer):
         self.update()
 
 
-def tiling_explorer(block_size=2, causal=False, example="river_bank"):
+def tiling_explorer(block_size=2, causal=False, example="river_bank", *, online_softmax_update=None):
     """Explore the online softmax: read the keys of a worked example block by block.
 
     Controls: ``block_size`` (slider, 1 to n keys), ``step`` (slider, which
@@ -208,9 +211,11 @@ def tiling_explorer(block_size=2, causal=False, example="river_bank"):
     weights over the keys read so far, the scores of the block just read,
     and each row's running maximum m and running sum l before and after it.
     Returns an :class:`Explorer`; ``.state`` is a :class:`TilingState`.
-    Raises ValueError for bad starting values (as :func:`tiling_state`).
+    ``online_softmax_update``: the step it runs, as :func:`tiling_state`
+    takes it (None: the course's). Raises ValueError for bad starting
+    values (as :func:`tiling_state`).
     """
-    first = tiling_state(block_size, 1, causal, example)
+    first = tiling_state(block_size, 1, causal, example, online_softmax_update=online_softmax_update)
     n = len(first.tokens)
     # 360 px, as the other explorers' sliders: the track keeps over 150 CSS px on a projector.
     size = widgets.IntSlider(value=first.block_size, min=1, max=n, description="block_size",
@@ -220,8 +225,10 @@ def tiling_explorer(block_size=2, causal=False, example="river_bank"):
     box = widgets.Checkbox(value=first.causal, description="causal mask", indent=False,
                            layout=widgets.Layout(width="130px"))
     step.static_follows = "block_size"        # on the static page too, the step's range follows the block size
-    explorer = _TilingExplorer(lambda block_size, step, causal: tiling_state(block_size, step, causal, example),
-                               _draw_tiling, {"block_size": size, "step": step, "causal": box}, [[size, step, box]],
+
+    def state(block_size, step, causal):
+        return tiling_state(block_size, step, causal, example, online_softmax_update=online_softmax_update)
+    explorer = _TilingExplorer(state, _draw_tiling, {"block_size": size, "step": step, "causal": box}, [[size, step, box]],
                                height="330px", name="tiling")
     explorer.grid_options = {"step": range(1, n + 1)}
     return explorer
