@@ -669,7 +669,7 @@ def _unexplained_key(run):
         if isinstance(run.error, TypeError) and run.case.mask is not None and "mask" in str(run.error):
             return "no_mask_argument"
         return "exit" if isinstance(run.error, SystemExit) else "raised"
-    if run.value is None and run.problem is None:      # (an endless iterator has no value, and a problem)
+    if run.value is None and run.given_as is None:     # (an endless iterator has no value: given_as says what it was)
         return "returned_none"
     if run.problem is not None:
         return "not_numbers"

@@ -475,7 +475,7 @@ def failed(run, name, returns):
         return "exit", f"{name} stops the program (exit() or sys.exit()). Return {returns} instead."
     if run.error is not None:
         return "raised", f"{name} raised an error. Read the message below, and try your function on this input yourself."
-    if run.value is None and run.problem is None:      # (an endless iterator has no value, and a problem)
+    if run.value is None and run.given_as is None:     # (an endless iterator has no value: given_as says what it was)
         return "returned_none", f"{name} returns nothing (None). End it with return {returns}."
     return None
 
