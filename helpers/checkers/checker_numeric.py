@@ -21,7 +21,6 @@ Used by checker_heads.py, checker_positions.py and checker_backward.py.
 from __future__ import annotations
 
 import itertools
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -82,15 +81,7 @@ class Piece:
 
 
 def _predictions(piece, args, keys):
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            found = piece.model(args, frozenset(keys))
-    except Exception:
-        return None
-    if found is None:
-        return None
-    return [np.asarray(f, dtype=float) for f in (found if isinstance(found, list) else [found])]
+    return fitted.outputs_of(lambda: piece.model(args, frozenset(keys)))
 
 
 def _agrees(run, predictions, right_shape):

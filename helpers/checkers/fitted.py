@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["Family", "SizeRule", "explain", "fit_scalar", "size_rules", "nice_values", "number", "AxesPermutation",
-           "fit_permutation", "swap_spellings"]
+           "fit_permutation", "swap_spellings", "outputs_of"]
 
 
 @dataclass(frozen=True)
@@ -67,15 +67,22 @@ class Family:
     def predict(self, args, value, faults=frozenset()):
         """The model's outputs (with those fixed faults too, if any) as a list of float arrays, or None where the
         model (numpy) refuses."""
-        try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                found = self.model(args, value, frozenset(faults)) if faults else self.model(args, value)
-        except Exception:
-            return None
-        if found is None:
-            return None
-        return [np.asarray(f, dtype=float) for f in (found if isinstance(found, list) else [found])]
+        return outputs_of(lambda: self.model(args, value, frozenset(faults)) if faults else self.model(args, value))
+
+
+def outputs_of(compute):
+    """What a model of a piece gives, ``compute()``: an array, or a list of arrays (the ways of writing a fault),
+    as a list of float arrays; None where the model (numpy) refuses the computation. numpy's warnings are kept
+    quiet: a model with a fault overflows or divides by zero on purpose."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = compute()
+    except Exception:
+        return None
+    if found is None:
+        return None
+    return [np.asarray(f, dtype=float) for f in (found if isinstance(found, list) else [found])]
 
 
 def explain(families, runs, agrees):
