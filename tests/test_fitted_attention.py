@@ -11,6 +11,8 @@ from helpers.exercises import diagnose
 from helpers.checkers import fitted
 from helpers.checkers.battery import ATTENTION
 
+import wrong_functions as wf   # the reviewer's functions live in the collection (tests/ is on the path under pytest)
+
 
 def _attend(scores, V, mask=None, axis=-1, top=None):
     if mask is not None:
@@ -391,20 +393,10 @@ def _sm(x, axis=-1):
     return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
 
 
-def att_boolindex(Q, K, V, mask=None):
-    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        s[~mask] = -np.inf
-    w = _sm(s)
-    return w @ V, w
+att_boolindex = wf.att_review_boolindex
 
 
-def att_mask2d_only(Q, K, V, mask=None):
-    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    if mask is not None and np.ndim(mask) == 2:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s)
-    return w @ V, w
+att_mask2d_only = wf.att_review_mask2d_only
 
 
 def test_a_mask_that_broadcasts_over_a_batch_is_in_the_battery_and_catches_two_false_passes():
@@ -434,28 +426,13 @@ def test_a_right_function_that_reads_the_mask_entry_by_entry_passes_once_it_broa
     assert diagnose(loops).correct
 
 
-def att_swap12(Q, K, V, mask=None):
-    s = Q @ np.swapaxes(K, 1, 2) / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s)
-    return w @ V, w
+att_swap12 = wf.att_review_swap12
 
 
-def att_fixed_transpose(Q, K, V, mask=None):
-    s = Q @ K.transpose(0, 2, 1) / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s)
-    return w @ V, w
+att_fixed_transpose = wf.att_review_transpose_021
 
 
-def att_swap01(Q, K, V, mask=None):
-    s = Q @ np.swapaxes(K, 0, 1) / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s)
-    return w @ V, w
+att_swap01 = wf.att_review_swap01
 
 
 @pytest.mark.parametrize("fn, key, words", [
@@ -481,20 +458,10 @@ def test_dot_T_keeps_its_own_words():
     assert verdict.mistake == "batch_transpose" and ".T reverses every axis" in verdict.text
 
 
-def att_shape1(Q, K, V, mask=None):
-    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[1])
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s)
-    return w @ V, w
+att_shape1 = wf.att_review_shape1
 
 
-def att_lenQ0(Q, K, V, mask=None):
-    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(len(Q[0]))
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s)
-    return w @ V, w
+att_lenQ0 = wf.att_review_len_q0
 
 
 @pytest.mark.parametrize("fn", [att_shape1, att_lenQ0])
@@ -514,12 +481,7 @@ def test_the_fixed_index_scale_fits_on_batches_of_other_sizes():
     assert diagnose(att_shape1, batches=False).correct         # one sentence at a time: Q.shape[1] is d_k
 
 
-def att_scale_after(Q, K, V, mask=None):
-    s = Q @ np.swapaxes(K, -1, -2)
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s) / np.sqrt(Q.shape[-1])
-    return w @ V, w
+att_scale_after = wf.att_review_scale_after
 
 
 def test_the_scale_after_the_softmax_is_named():
@@ -556,38 +518,12 @@ def test_the_wrong_axis_text_is_true_of_the_learners_axis(axis, note, absent):
     assert verdict.mistake == "wrong_axis" and note in verdict.text and absent not in verdict.text, verdict.text
 
 
-def _review_split(x, h):
-    *lead, n, d = x.shape
-    return np.swapaxes(x.reshape(*lead, n, h, d // h), -2, -3)
-
-
 def _review_merge(x):
     *lead, h, n, d = x.shape
     return np.swapaxes(x, -2, -3).reshape(*lead, n, h * d)
 
 
-def _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask=None, scale=None):
-    Q, K, V = (_review_split(X @ W, num_heads) for W in (W_Q, W_K, W_V))
-    s = Q @ np.swapaxes(K, -1, -2) / (np.sqrt(Q.shape[-1]) if scale is None else scale)
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = _sm(s)
-    return _review_merge(w @ V) @ W_O, w
-
-
-def mha_interleaved(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
-    def sp(x):
-        *lead, n, d = x.shape
-        return np.moveaxis(x.reshape(*lead, n, d // num_heads, num_heads), -1, -3)
-
-    def mg(x):
-        *lead, h, n, d = x.shape
-        return np.moveaxis(x, -3, -1).reshape(*lead, n, h * d)
-    Q, K, V = (sp(X @ W) for W in (W_Q, W_K, W_V))
-    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    return mg(_sm(s) @ V) @ W_O
+mha_interleaved = wf.mha_review_interleaved
 
 
 def mha_interleaved_split_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
@@ -599,29 +535,16 @@ def mha_interleaved_split_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     return _review_merge(_sm(s if mask is None else np.where(mask, s, -np.inf)) @ V) @ W_O
 
 
-def mha_mask2d_only(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
-    return _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask if np.ndim(mask) == 2 else None)
+mha_mask2d_only = wf.mha_review_mask2d_only
 
 
-def mha_sqrt_dk_times_h(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
-    d_k = X.shape[-1] // num_heads
-    return _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, mask, scale=np.sqrt(d_k) * num_heads)
+mha_sqrt_dk_times_h = wf.mha_review_sqrt_dk_times_h
 
 
-def mha_fixed_split(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
-    def sp(x):
-        B, n, d = x.shape
-        return x.reshape(B, n, num_heads, d // num_heads).transpose(0, 2, 1, 3)
-    Q, K, V = (sp(X @ W) for W in (W_Q, W_K, W_V))
-    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    return _review_merge(_sm(s) @ V) @ W_O
+mha_fixed_split = wf.mha_review_fixed_split
 
 
-def mha_three(X, W_Q, W_K, W_V, W_O, num_heads, m=None):
-    out, w = _review_mha(X, W_Q, W_K, W_V, W_O, num_heads, m)
-    return out, w, None
+mha_three = wf.mha_review_three
 
 
 @pytest.mark.parametrize("fn, key, words", [

@@ -29,6 +29,7 @@ from helpers.attention import causal_mask as course_causal_mask, padding_mask as
 from helpers.attention import scaled_dot_product_attention, softmax as course_softmax
 from helpers.checkers.solutions import WORKED, workbook_source
 from helpers.pieces import CHOICES, USES, piece
+from wrong_functions import softmax_single   # tests/ is on the path under pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SANITIZER = ROOT / "nbval_sanitize.cfg"
@@ -64,12 +65,7 @@ def naive_softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def float32_softmax(x, axis=-1):
-    x = np.asarray(x, dtype=np.float32)
-    top = x.max(axis=axis, keepdims=True)
-    e = np.exp(x - np.where(np.isfinite(top), top, np.float32(0)))
-    total = e.sum(axis=axis, keepdims=True)
-    return e / np.where(total == 0, np.float32(1), total)
+float32_softmax = softmax_single      # the collection's right float32 softmax (tests/wrong_functions.py)
 
 
 def loop_softmax(x, axis=-1):
