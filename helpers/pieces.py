@@ -273,16 +273,8 @@ def _line(name, fn, missing, verdict, dtype, mine, options):
 # --------------------------------------------------------------------------
 
 def _adapt(name, fn, options):
-    if name in _FURTHER:
-        return _FURTHER[name][0](fn)
-    if name in _MASKS:
-        return _MASKS[name][0](fn)
-    if name in TILING:
-        return _TILING[name][0](fn)
-    if name in HEADS:
-        return _HEADS_ADAPT[name](fn)
-    if name in POSITIONS:
-        return _POSITIONS[name][0](fn)
+    if name in _SERVED:
+        return _SERVED[name][0](fn)
     return _adapt_softmax(fn) if name == "softmax" else _adapt_attention(fn, options)
 
 
@@ -334,16 +326,8 @@ def _adapt_attention(fn, options):
 
 
 def _course(name, options):
-    if name in _FURTHER:
-        return _FURTHER[name][1]
-    if name in _MASKS:
-        return _MASKS[name][1]
-    if name in TILING:
-        return _TILING[name][1]
-    if name in HEADS:
-        return _HEADS_COURSE[name]
-    if name in POSITIONS:
-        return _POSITIONS[name][1]
+    if name in _SERVED:
+        return _SERVED[name][1]
     if name == "softmax":
         return course_softmax
 
@@ -656,3 +640,9 @@ _FURTHER["rope"] = (_adapt_rope, course_apply_rope, lambda: (np.array([[1.0, 0.5
 _WORKBOOK_NAMES["rope"] = "apply_rope"
 CHOICES += ("rope",)
 _OPTIONS["rope"] = ()
+
+
+_SERVED = {**_MASKS, **{name: (_HEADS_ADAPT[name], _HEADS_COURSE[name]) for name in HEADS}, **_POSITIONS, **_TILING,
+           **{name: entry[:2] for name, entry in _FURTHER.items()}}
+"""Every piece after notebook 01's two: name -> (the adapter of yours, the course's function), one table that
+_adapt and _course read (each notebook's block above fills its own)."""
