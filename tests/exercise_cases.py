@@ -104,6 +104,7 @@ PHRASES = {
     "std_not_variance": "standard deviation",
     "after_scaling": "after dividing the score",
     "squared_width": "not d_k squared",
+    "unit_variances": "d_k alone",
     "not_boolean": "True/False values",
     "or_for_and": "| (or)",
     "diagonal_masked": "diagonal is missing",
@@ -481,23 +482,24 @@ CASES = {
         ],
     },
     "03_scaling.ipynb": {
-        "ex_variance": [
-            (None, "answer = 256"),
-            (None, "answer = 256.0"),
+        "ex_variance": [                                   # d_k = 40, var_q = 2, var_k = 3: 40 x 2 x 3 = 240 by hand
+            (None, "answer = 240"),
+            (None, "answer = 240.0"),
             ("not_attempted", "answer = ..."),
-            ("std_not_variance", "answer = 16"),
-            ("after_scaling", "answer = 1"),
-            ("squared_width", "answer = 256 ** 2"),
-            ("measured", "answer = 253", "looks like a measurement"),   # section 1's measured value
+            ("std_not_variance", "answer = 240 ** 0.5"),
+            ("after_scaling", "answer = 6"),
+            ("squared_width", "answer = 40 ** 2 * 6"),
+            ("unit_variances", "answer = 40", "only when every entry has variance 1"),
+            ("measured", "answer = 250", "looks like a measurement"),   # within 10 %: a measured value's noise
             ("different", "answer = 300"),
-            ("shape", "answer = [256]", "The numbers are right"),
-            ("not_numbers", "answer = '256'"),
+            ("shape", "answer = [240]", "The numbers are right"),
+            ("not_numbers", "answer = '240'"),
         ],
         "ex_spread": [
             (None, "answer = 'a'"),
             (None, "answer = '(a)'"),
             ("not_attempted", "answer = ..."),
-            ("variance_for_spread", "answer = 'b'", "square root"),
+            ("variance_for_spread", "answer = 'b'", "square root"),    # factor 9: 'b' is 9 times
             ("no_growth", "answer = 'c'"),
             ("not_a_choice", "answer = 'd'"),
         ],

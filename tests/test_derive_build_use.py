@@ -1,14 +1,14 @@
-"""Notebooks 01, 04, 05, 06, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 03, 04, 05, 06, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
-beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
+beside the worked others (01 and 03: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
 reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 06: a positional
 encoding with the exponent i / d_model, exponent_i_over_d; 08: an online_softmax_update that leaves acc
 unrescaled, acc_not_rescaled, which the worked tiled_attention calls; 09: a softmax_backward that returns
 w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent). Each cell that runs a piece comes after that piece's Build it (in
-this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
+this notebook, or an earlier one: 03 builds nothing and runs 01's softmax and attention, 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
 folds them (nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
@@ -110,6 +110,8 @@ class Case:
 
 CASES = [
     Case("01_river_bank.ipynb", {"softmax", "attention"}, {"softmax", "attention"}, "softmax", NO_MAX,
+         ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
+    Case("03_scaling.ipynb", set(), {"softmax", "attention"}, "softmax", NO_MAX,
          ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
     Case("04_masking.ipynb", {"causal_mask", "attention", "padding_mask"},
          {"softmax", "causal_mask", "attention", "padding_mask"}, "causal_mask", NO_DIAGONAL,
@@ -213,8 +215,8 @@ def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbe
         assert text(cell).splitlines()[:len(names)] == [f"your {n}" for n in names], (i, text(cell))
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
-    assert verdicts and all(v.startswith("Correct!") for v in verdicts), verdicts
-    said = {"04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
+    assert bool(verdicts) == bool(case.built) and all(v.startswith("Correct!") for v in verdicts), verdicts
+    said = {"03_scaling.ipynb": ("dk_explorer(", "Computed by your attention."),"04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
             "05_multi_head.ipynb": ("heads_explorer(", "Computed by your multi_head_attention.")}
     if case.path.name in said:                       # the explorer runs on the learner's pieces and says so
         call, caption = said[case.path.name]

@@ -547,7 +547,10 @@ class ScoreVarianceExercise(_NumericExercise):
     and of the key (independent, mean 0). The answer is d_k * var_q * var_k:
     each term q_i k_i has variance var_q * var_k, and the variances of
     independent terms add up (Vaswani et al. 2017, section 3.2.1, footnote 4).
-    Tolerance 0.5: the prediction is exact, not a measurement.
+    Tolerance 0.5: the prediction is exact, not a measurement. Named
+    mistakes: ``std_not_variance``, ``after_scaling`` (one term's variance),
+    ``squared_width`` (d_k squared), ``unit_variances`` (d_k alone, when the
+    variances are not 1), ``measured`` (within 10 % of it, not exact).
     """
 
     def __init__(self, d_k, var_q=1.0, var_k=1.0):
@@ -570,6 +573,9 @@ class ScoreVarianceExercise(_NumericExercise):
             ("squared_width",
              f"Variances of independent terms add up: d_k terms of variance {_fmt(term)} give d_k times "
              f"{_fmt(term)}, not d_k squared.", np.asarray(d_k ** 2 * term)),
+            ("unit_variances",              # told apart only when var_q * var_k is not 1
+             f"That is d_k alone, right only when every entry has variance 1. Here one term q_i k_i has "
+             f"variance var_q × var_k = {_fmt(var_q)} × {_fmt(var_k)}.", np.asarray(float(d_k))),
         ])
         self.hint_text = ("q . k = q_1 k_1 + ... + q_dk k_dk. What is the variance of one term q_i k_i when q_i "
                           "and k_i are independent with mean 0? And of a sum of independent terms?")
