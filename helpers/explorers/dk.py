@@ -92,9 +92,9 @@ def dk_state(d_k=64, scaled=True, n=6, seed=0, *, attention=None):
     scaled = _flag(scaled, "scaled")
     Q, K = random_queries_keys(d_k, n=n, seed=seed)
     scale = 1.0 / np.sqrt(d_k) if scaled else 1.0
-    yours = attention is not None and inspect.unwrap(attention) is not scaled_dot_product_attention  # piece()'s course attention wraps it
-    _, weights = (scaled_dot_product_attention if attention is None else attention)(Q, K, np.eye(n), scale=scale)
-    weights = np.asarray(weights)
+    run = scaled_dot_product_attention if attention is None else attention
+    yours = inspect.unwrap(run) is not scaled_dot_product_attention     # piece()'s course attention wraps it
+    weights = np.asarray(run(Q, K, np.eye(n), scale=scale)[1])
     scores = Q @ K.T
     entropy = attention_entropy(weights)
     largest = float(weights.max())
