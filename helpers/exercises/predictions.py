@@ -173,7 +173,7 @@ class LongKeyCauseExercise(ChoiceExercise):
                   "against keys. The values decide only what the output mixes."),
             "d": (f"Even a word vector that is the most like theirs would not explain it: attention never compares "
                   f"word vectors, it scores each query against each key, x W_Q against x W_K. (Here the vectors "
-                  f"are not even alike: the cosines of theirs with '{key}''s are {like}.)"),
+                  f"are not even alike: the cosines of theirs with the vector of '{key}' are {like}.)"),
         }
         super().__init__(
             question=(f"The rows of {them} put nearly all their weight on '{key}'. Which cause explains it?"),
