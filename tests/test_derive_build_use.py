@@ -1,8 +1,9 @@
-"""Notebooks 01, 03, 04, 05, 06, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 02, 03, 04, 05, 06, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
-beside the worked others (01 and 03: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
+beside the worked others (01 and 03: a softmax that skips the maximum, no_max_subtraction; 02, which builds nothing
+and runs 01's softmax and attention: an attention without the division by sqrt(d_k), no_scaling; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
 reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 06: a positional
 encoding with the exponent i / d_model, exponent_i_over_d; 08: an online_softmax_update that leaves acc
@@ -96,6 +97,18 @@ def softmax_backward(weights, grad_weights):
 '''
 
 
+NO_SCALE = '''
+
+def attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2)              # no division by sqrt(d_k): the trap notebook 01 names
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    return weights @ V, weights
+'''
+
+
 class Case:
     """A notebook, the pieces its Build it sections build, those it runs (built here or earlier), and one wrong piece."""
 
@@ -111,6 +124,8 @@ class Case:
 CASES = [
     Case("01_river_bank.ipynb", {"softmax", "attention"}, {"softmax", "attention"}, "softmax", NO_MAX,
          ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
+    Case("02_two_senses.ipynb", set(), {"softmax", "attention"}, "attention", NO_SCALE,
+         ("the course's attention (yours: no_scaling", "; see Build it in notebook 01)")),
     Case("03_scaling.ipynb", set(), {"softmax", "attention"}, "softmax", NO_MAX,
          ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
     Case("04_masking.ipynb", {"causal_mask", "attention", "padding_mask"},
@@ -216,7 +231,8 @@ def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbe
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
     assert bool(verdicts) == bool(case.built) and all(v.startswith("Correct!") for v in verdicts), verdicts
-    said = {"03_scaling.ipynb": ("dk_explorer(", "Computed by your attention."),"04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
+    said = {"03_scaling.ipynb": ("dk_explorer(", "Computed by your attention."),
+            "04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
             "05_multi_head.ipynb": ("heads_explorer(", "Computed by your multi_head_attention.")}
     if case.path.name in said:                       # the explorer runs on the learner's pieces and says so
         call, caption = said[case.path.name]

@@ -37,13 +37,13 @@ below imports this package):
     feedback.py     Feedback, Reveal, and reading a learner's answer (_read, _fmt)
     base.py         the exercise base classes, ChoiceExercise, exercise()
     static.py       the static page: the data a check stores in a kernel, the form the export adds (exercise.js)
-    weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, d_k
+    weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, a query's question, d_k
     masks_heads.py  notebooks 04-05: the combined mask, row sums masked after the softmax, split_heads, counting weights
     order.py        notebooks 06-07: permuted outputs, a sinusoidal entry (06), the convex hull (07)
     cost.py         notebook 08: dot products, one online-softmax step, the KV cache's size
     learning.py     notebook 09: the softmax's gradient, one gradient step
-    predictions.py  notebooks 02-03: predict what attention does (choice exercises with named wrong answers)
-    key_design.py   notebooks 01-02: design W_K so that a query prefers a word (many right answers);
+    predictions.py  notebooks 02-03: predict or explain what attention does (choices with named wrong answers)
+    key_design.py   notebook 01: design W_K so that a query prefers a word (many right answers);
                     notebook 01: which claim a heatmap supports
     limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
     current.py      notebook 10: one rotary pair, a grouped-query cache's bytes, stacked windows' reach, rotary layouts
@@ -68,12 +68,14 @@ from helpers.exercises.limits import LayoutExercise
 from helpers.exercises.masks_heads import (HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise,
                                           WeightsCountExercise)
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
-from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
+from helpers.exercises.predictions import (LeanOnExercise, LongKeyCauseExercise, SaturatedRowExercise,
+                                          SpreadGrowthExercise)
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
     DkPredictionExercise,
     OutputExercise,
     ProjectionExercise,
+    QuestionVectorExercise,
     ScoreExercise,
     ScoreVarianceExercise,
     SoftmaxRowExercise,
@@ -87,7 +89,7 @@ __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
     "solution",
     "ScoreExercise", "SoftmaxRowExercise", "AttentionWeightsExercise", "ProjectionExercise", "OutputExercise",
-    "DkPredictionExercise", "ScoreVarianceExercise",
+    "DkPredictionExercise", "ScoreVarianceExercise", "QuestionVectorExercise",
     "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "HeadsChangeExercise",
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
@@ -95,7 +97,7 @@ __all__ = [
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",
-    "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
+    "LeanOnExercise", "LongKeyCauseExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
     "LayoutExercise",
     "EncoderCacheExercise",
     "check_your_block", "BlockVerdict", "heatmap_claims",
