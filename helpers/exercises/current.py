@@ -9,7 +9,8 @@ from helpers.exercises.base import ChoiceExercise, _NumericExercise, _code
 from helpers.inputs import checked_num_kv_heads
 from helpers.inputs import positive_whole as _whole_number
 
-__all__ = ["RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise"]
+__all__ = ["RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise",
+           "RotatedValuesExercise"]
 
 
 class RopePairExercise(_NumericExercise):
@@ -194,3 +195,55 @@ class RopeLayoutExercise(ChoiceExercise):
                  "d": f"Every rotation keeps lengths, in either layout (kept: {kept}). The angle between q and k "
                       "is what goes wrong."},
             hint="Look at the two lines above that shift both positions by the same amount.")
+
+
+class RotatedValuesExercise(ChoiceExercise):
+    """A model that turns its values too, by their own positions: what a shift of the sentence does (understanding).
+
+    Q, K, V: (n, d) queries, keys and values of one head (d even); shift: the positions every token moves by
+    (a whole number > 0). The checker turns Q, K and V with helpers.positions.apply_rope at positions 0 .. n - 1
+    and again at shift .. shift + n - 1: the weights stay (the scores depend on m - n only), but each output
+    is a sum of values turned by their keys' positions, so it turns by the shift's angles: its length stays,
+    the output does not (option "b"). Named wrong options: ``values_relative_too`` (a) and ``weights_change``
+    (c). Raises ValueError, naming the argument, for shapes that do not fit or inputs that do not show this.
+    """
+
+    named = {"a": "values_relative_too", "c": "weights_change"}
+
+    def __init__(self, Q, K, V, shift):
+        from helpers.attention import scaled_dot_product_attention
+        from helpers.positions import apply_rope
+
+        Q, K, V = (np.asarray(m, dtype=float) for m in (Q, K, V))
+        if Q.ndim != 2 or Q.shape != K.shape or Q.shape != V.shape or Q.shape[1] % 2:
+            raise ValueError(f"Q, K and V must be (n, d) of one shape with d even; got {Q.shape}, {K.shape}, {V.shape}")
+        shift = _whole_number(shift, "shift")
+        pos = np.arange(Q.shape[0])
+
+        def run(p):
+            return scaled_dot_product_attention(apply_rope(Q, p), apply_rope(K, p), apply_rope(V, p))
+
+        (out0, w0), (out1, w1) = run(pos), run(pos + shift)
+        same_weights = bool(np.allclose(w0, w1, rtol=1e-9, atol=1e-12))
+        same_outputs = bool(np.allclose(out0, out1, rtol=1e-9, atol=1e-12))
+        same_lengths = bool(np.allclose(np.linalg.norm(out0, axis=1), np.linalg.norm(out1, axis=1), rtol=1e-9))
+        if not same_weights or same_outputs or not same_lengths:
+            raise ValueError("Q, K, V and shift must show the weights kept, the outputs turned and their lengths kept")
+        moved = float(np.abs(out1 - out0).max())
+        super().__init__(
+            question=f"A model turns its values too, each by its own position, as it turns the keys. Every token "
+                     f"of a sentence moves {shift} places later. What happens?",
+            options={"a": "nothing: rotary attention depends on m - n only",
+                     "b": "the weights stay, but each output turns by the shift's angles: its length stays",
+                     "c": "the weights change, because the values now carry positions"},
+            answer="b",
+            why={"a": f"The scores do depend on m - n only (weights kept: {same_weights}). But each output sums "
+                      f"values turned by where their keys stand, and a shift turns them all: the outputs moved by "
+                      f"up to {moved:.3f}.",
+                 "b": f"Turning by n + s is turning by n, then by s: the output is the old one turned by the "
+                      f"shift's angles (weights kept: {same_weights}, lengths kept: {same_lengths}, outputs moved "
+                      f"by up to {moved:.3f}). The values now tell where the sentence starts.",
+                 "c": f"The weights come from the queries and keys only: measured, they stay ({same_weights}). "
+                      "Turning the values changes what is mixed, not how much of each."},
+            hint="The weights come from the scores only. An output is a weighted sum of turned values: what does "
+                 "turning every value by s more do to that sum?")
