@@ -244,8 +244,7 @@ class EncoderCacheExercise(ChoiceExercise):
                       f"(changed: {enc[1]}; under the causal mask: {dec[1]}).",
                  "d": "A KV cache is exact: section 5 matched full causal attention to 1e-12. In an encoder a "
                       "cache would not be approximate, it would be stale."},
-            hint="Look at which layer's earlier keys changed in the encoder, and at what layer 2's keys are "
-                 "computed from.")
+            hint="Which layer's keys changed in the encoder?")
 
 
 class RunningMaxExercise(ChoiceExercise):
@@ -288,16 +287,16 @@ class RunningMaxExercise(ChoiceExercise):
         self.with_max, self.without = with_max, without
         top = float(big.max())
         super().__init__(
-            question=f"Multiply the scores by {factor:g}, so that the largest is {top:.0f}. Run the same loop "
-                     "with m kept at 0 (no running maximum). What comes out?",
-            options={"a": "the same output as with the running maximum: it cancels in acc / l",
-                     "b": "NaN: exp of the largest score overflows to inf, and inf / inf is NaN",
-                     "c": "zeros: the exponentials are too small for float64"},
+            question=f"Multiply the scores by {factor:g} (the largest becomes {top:.0f}) and run the loop with m "
+                     "kept at 0. What comes out?",
+            options={"a": "the same output: the maximum cancels",
+                     "b": "NaN",
+                     "c": "zeros: the exponentials underflow"},
             answer="b",
             why={"a": f"It cancels only while every exponential fits in float64 (up to exp(709)). exp({top:.0f}) "
                       f"does not: without the maximum the loop gives {_fmt(without)}, with it {_fmt(with_max)}.",
-                 "b": f"exp({top:.0f}) is inf in float64, so l and acc become inf and acc / l is NaN: "
-                      f"{_fmt(without)}. With the running maximum every exponent is at most 0: {_fmt(with_max)}.",
+                 "b": f"exp({top:.0f}) overflows to inf, so acc / l is inf / inf = NaN: {_fmt(without)}. With the "
+                      f"running maximum: {_fmt(with_max)}.",
                  "c": f"The scores are large and positive, so their exponentials are too large, not too small: "
                       f"exp({top:.0f}) is inf. The loop gives {_fmt(without)}."},
-            hint="What is the largest number float64 holds? Compare it with exp of the largest score.")
+            hint="What is the largest float64?")
