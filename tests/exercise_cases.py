@@ -486,6 +486,15 @@ CASES = {
             ("not_a_choice", "answer = 'd'"),
             ("not_attempted", "answer = ..."),
         ],
+        "ex_readout": [
+            (None, "answer = 'd'"),
+            (None, "answer = 'W_Q, W_K and W_V'"),
+            ("read_out_frozen", "answer = 'a'", "bank's output is not 0"),
+            ("all_learn", "answer = 'b'", "that product is 0"),
+            ("values_learn", "answer = 'c'", "dL/dV = weights"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_attempted", "answer = ..."),
+        ],
     },
     "03_scaling.ipynb": {
         "ex_variance": [

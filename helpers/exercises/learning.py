@@ -133,12 +133,10 @@ class ZeroGradientExercise(ChoiceExercise):
                      "the read-out turns it into the prediction. It is the scores that no longer matter.",
                 "b": "A weight learns only if changing it changes the loss. Ask which step of the forward "
                      "pass can no longer change anything when the softmax has a single score.",
-                "c": "A softmax over one score gives weight 1 whatever the score is: no change in W_Q or W_K "
-                     "moves the loss, so the chain rule carries 0 back through the softmax (w (g - w g) = 0 "
-                     "for w = 1). The causal mask does this to the first query of every sequence.",
+                "c": "A softmax over one score gives weight 1 whatever the score: W_Q and W_K cannot move the "
+                     "loss (w (g - w g) = 0 for w = 1). The causal mask does this to every sequence's first query.",
             },
-            hint="Follow one word through the forward pass: scores, weights, output, read-out. Which of these "
-                 "steps gives the same result whatever its input?")
+            hint="Which step ignores its input here?")
 
 
 class ZeroReadOutExercise(ChoiceExercise):
@@ -165,8 +163,7 @@ class ZeroReadOutExercise(ChoiceExercise):
         self.zero = tuple(zero)
         sizes = {k: float(np.linalg.norm(grads[k])) for k in ("W_out", "b_out")}
         super().__init__(
-            question="Start the model with W_out all 0 (the rest as before) and take one backward pass on the "
-                     "training sentences. Which weights get a gradient of exactly 0?",
+            question="Start with W_out all 0, the rest as before. Which weights get a gradient of exactly 0?",
             options={"a": "W_out and b_out", "b": "none: every weight gets some gradient",
                      "c": "W_Q and W_K", "d": "W_Q, W_K and W_V"},
             answer="d",
@@ -176,8 +173,6 @@ class ZeroReadOutExercise(ChoiceExercise):
                       "and with W_out = 0 that product is 0.",
                  "c": "W_V's gradient comes through the read-out too: dL/dV = weightsᵀ dL/d(output), and "
                       "dL/d(output) = dL/dlogits W_outᵀ = 0.",
-                 "d": "dL/d(output) = dL/dlogits W_outᵀ = 0, and W_V, W_Q and W_K all get theirs through it. W_out "
-                      f"and b_out still learn (sizes {sizes['W_out']:.3f} and {sizes['b_out']:.3f}): after one step "
-                      "W_out is no longer 0 and the rest start to learn."},
-            hint="Write the chain rule from the loss down to W_V: which matrix does every step below the "
-                 "read-out multiply by?")
+                 "d": "dL/d(output) = dL/dlogits W_outᵀ = 0, and W_V, W_Q, W_K get theirs through it. W_out and "
+                      f"b_out learn (sizes {sizes['W_out']:.3f}, {sizes['b_out']:.3f}), so after one step the rest can."},
+            hint="What multiplies every gradient below the read-out?")
