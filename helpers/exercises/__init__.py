@@ -47,7 +47,7 @@ below imports this package):
                     notebook 01: which claim a heatmap supports
     limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
     current.py      notebook 10: one rotary pair, a grouped-query cache's bytes, stacked windows' reach, rotary layouts,
-                    values turned too
+                    how a window's key blocks grow
 
 The engine that judges a learner's own *function* (``diagnose``, its
 batteries, checkers, worked solutions, the finale's judges) is the package
@@ -82,7 +82,7 @@ from helpers.exercises.weights import (
 from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
 from helpers.exercises.cost import EncoderCacheExercise
 from helpers.exercises.order import CausalOrderExercise, PositionsMeanExercise, ReversedSourceExercise
-from helpers.exercises.current import (KVCacheBytesExercise, RopeLayoutExercise, RopePairExercise, RotatedValuesExercise,
+from helpers.exercises.current import (KVCacheBytesExercise, RopeLayoutExercise, RopePairExercise, WindowGrowthExercise,
                                       WindowReachExercise)
 
 __all__ = [
@@ -104,7 +104,7 @@ __all__ = [
     "CausalOrderExercise",
     "RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise",
     "ReversedSourceExercise", "PositionsMeanExercise", "RunningMaxExercise", "ZeroReadOutExercise",
-    "RotatedValuesExercise",
+    "WindowGrowthExercise",
 ]
 
 _CHECKERS = ("diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES", "solution",

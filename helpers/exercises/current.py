@@ -10,7 +10,7 @@ from helpers.inputs import checked_num_kv_heads
 from helpers.inputs import positive_whole as _whole_number
 
 __all__ = ["RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise",
-           "RotatedValuesExercise"]
+           "WindowGrowthExercise"]
 
 
 class RopePairExercise(_NumericExercise):
@@ -113,8 +113,8 @@ class KVCacheBytesExercise(_NumericExercise):
              "(2^20 bytes): 1,024 times that.", total / 2**30),
         ]
         self._set_variants([(k, m, v) for k, m, v in variants if v is not None])
-        self.hint_text = ("Per token, per layer: a key and a value for each key/value head, d_k numbers each. "
-                          f"Then bytes: {bits} bits are {size} bytes. Last, divide by 2^20.")
+        self.hint_text = (f"Per token and layer: a key and a value per key/value head. {bits} bits are {size} bytes; "
+                          "then divide by 2^20.")
         self.solution_text = _code([
             (f"my_numbers = 2 * {L} * {G} * {d} * {n}", "a key and a value, per layer, key/value head and token"),
             (f"answer = my_numbers * {size} / 2**20", f"{total / MiB:,.0f} MiB")])
@@ -187,63 +187,50 @@ class RopeLayoutExercise(ChoiceExercise):
                      "d": "the queries and keys change length"},
             answer="c",
             why={"a": "Each layout is right on its own, when queries and keys share it. Mixed, q and k are turned "
-                      f"about different planes. Measured above, the mixture is relative: {mixed}.",
-                 "b": f"Measured above: shifting both positions changed the mixed scores (relative: {mixed}). "
+                      f"about different planes. Measured in section 1, the mixture is relative: {mixed}.",
+                 "b": f"Measured in section 1: shifting both positions changed the mixed scores (relative: {mixed}). "
                       "The two rotations no longer cancel into one by m - n.",
                  "c": f"A rotation by m then by -n is one by m - n only when both turn the same pairs. One layout: "
                       f"relative {same}; mixed: relative {mixed}.",
                  "d": f"Every rotation keeps lengths, in either layout (kept: {kept}). The angle between q and k "
                       "is what goes wrong."},
-            hint="Look at the two lines above that shift both positions by the same amount.")
+            hint="Do the two rotations turn the same pairs of features?")
 
 
-class RotatedValuesExercise(ChoiceExercise):
-    """A model that turns its values too, by their own positions: what a shift of the sentence does (understanding).
 
-    Q, K, V: (n, d) queries, keys and values of one head (d even); shift: the positions every token moves by
-    (a whole number > 0). The checker turns Q, K and V with helpers.positions.apply_rope at positions 0 .. n - 1
-    and again at shift .. shift + n - 1: the weights stay (the scores depend on m - n only), but each output
-    is a sum of values turned by their keys' positions, so it turns by the shift's angles: its length stays,
-    the output does not (option "b"). Named wrong options: ``values_relative_too`` (a) and ``weights_change``
-    (c). Raises ValueError, naming the argument, for shapes that do not fit or inputs that do not show this.
+class WindowGrowthExercise(ChoiceExercise):
+    """How the key blocks a sliding window needs grow when the text doubles (understanding: predict, then check).
+
+    n: tokens; block_size: queries and keys per block; window: keys each query sees (itself included). The
+    checker counts the blocks with helpers.tiling.window_blocks at n and at 2 n: each query block needs the
+    same few key blocks, about window / block_size + 2 of them, so the count about doubles (option "a"), where
+    the causal mask's grows about fourfold. Named wrong options: ``grows_like_n_squared`` (b) and
+    ``window_fixed_total`` (c). Raises ValueError (naming the arguments) for sizes that are not positive whole
+    numbers, or whose counts do not about double (a window as wide as the text).
     """
 
-    named = {"a": "values_relative_too", "c": "weights_change"}
+    named = {"b": "grows_like_n_squared", "c": "window_fixed_total"}
 
-    def __init__(self, Q, K, V, shift):
-        from helpers.attention import scaled_dot_product_attention
-        from helpers.positions import apply_rope
+    def __init__(self, n, block_size, window):
+        from helpers.tiling import window_blocks
 
-        Q, K, V = (np.asarray(m, dtype=float) for m in (Q, K, V))
-        if Q.ndim != 2 or Q.shape != K.shape or Q.shape != V.shape or Q.shape[1] % 2:
-            raise ValueError(f"Q, K and V must be (n, d) of one shape with d even; got {Q.shape}, {K.shape}, {V.shape}")
-        shift = _whole_number(shift, "shift")
-        pos = np.arange(Q.shape[0])
-
-        def run(p):
-            return scaled_dot_product_attention(apply_rope(Q, p), apply_rope(K, p), apply_rope(V, p))
-
-        (out0, w0), (out1, w1) = run(pos), run(pos + shift)
-        same_weights = bool(np.allclose(w0, w1, rtol=1e-9, atol=1e-12))
-        same_outputs = bool(np.allclose(out0, out1, rtol=1e-9, atol=1e-12))
-        same_lengths = bool(np.allclose(np.linalg.norm(out0, axis=1), np.linalg.norm(out1, axis=1), rtol=1e-9))
-        if not same_weights or same_outputs or not same_lengths:
-            raise ValueError("Q, K, V and shift must show the weights kept, the outputs turned and their lengths kept")
-        moved = float(np.abs(out1 - out0).max())
+        n, b, w = _whole_number(n, "n"), _whole_number(block_size, "block_size"), _whole_number(window, "window")
+        old, new = len(window_blocks(n, b, w)), len(window_blocks(2 * n, b, w))
+        blocks = -(-2 * n // b)
+        causal = blocks * (blocks + 1) // 2
+        if not 1.5 < new / old < 2.5:
+            raise ValueError(f"n, block_size and window must give a count that about doubles with n; got {old} "
+                             f"and {new} (the window must be far shorter than the text)")
+        self.counts = (old, new)
         super().__init__(
-            question=f"A model turns its values too, each by its own position, as it turns the keys. Every token "
-                     f"of a sentence moves {shift} places later. What happens?",
-            options={"a": "nothing: rotary attention depends on m - n only",
-                     "b": "the weights stay, but each output turns by the shift's angles: its length stays",
-                     "c": "the weights change, because the values now carry positions"},
-            answer="b",
-            why={"a": f"The scores do depend on m - n only (weights kept: {same_weights}). But each output sums "
-                      f"values turned by where their keys stand, and a shift turns them all: the outputs moved by "
-                      f"up to {moved:.3f}.",
-                 "b": f"Turning by n + s is turning by n, then by s: the output is the old one turned by the "
-                      f"shift's angles (weights kept: {same_weights}, lengths kept: {same_lengths}, outputs moved "
-                      f"by up to {moved:.3f}). The values now tell where the sentence starts.",
-                 "c": f"The weights come from the queries and keys only: measured, they stay ({same_weights}). "
-                      "Turning the values changes what is mixed, not how much of each."},
-            hint="The weights come from the scores only. An output is a weighted sum of turned values: what does "
-                 "turning every value by s more do to that sum?")
+            question=f"Double the text to n = {2 * n:,}, with the same blocks of {b} and window of {w}. How many "
+                     f"key blocks must be computed, against {old} at n = {n:,}?",
+            options={"a": "about twice as many", "b": "about four times as many", "c": "the same number"},
+            answer="a",
+            why={"a": f"{new} blocks ({new / old:.2f} times): each query block reads the same few key blocks "
+                      f"(the causal mask: {causal}).",
+                 "b": f"That is the causal mask's growth ({causal} blocks at n = {2 * n:,}). The window's count is "
+                      f"{new}: each query block reads only the few key blocks its window touches.",
+                 "c": f"The window per query stays, but there are twice as many query blocks, each reading its own "
+                      f"few key blocks: {new} in all."},
+            hint="How many key blocks per query block?")
