@@ -17,6 +17,17 @@ import sys
 import nbformat
 
 PHRASES = {
+    "rows_follow_keys": "the rows are the target's queries",
+    "keys_order_matters": "does not depend on the order of its terms",
+    "mean_ignores_order": "Without positions it does",
+    "same_positions": "added to other words",
+    "max_only_cancels": "It cancels only while",
+    "underflow": "too large, not too small",
+    "read_out_frozen": "The read-out's own gradient",
+    "all_learn": "Everything below the read-out",
+    "values_learn": "W_V's gradient comes through the read-out",
+    "grows_like_n_squared": "That is the causal mask's growth",
+    "window_fixed_total": "twice as many query blocks",
     None: "Correct!",
     "not_attempted": "Not attempted yet",
     "not_numbers": "not numbers",
@@ -374,29 +385,17 @@ CASES = {
             ("shape", "answer = out[perm_ex][0]", "the row of 'flooded' alone"),
             ("rounded", "answer = np.round(out[perm_ex], 1)", "1 decimal"),
             ("different", "answer = out[perm_ex] + 0.1"),
-            ("other_exercise", "answer = -0.8186", "PE[8, 3]"),
             ("not_numbers", "answer = 'out[perm_ex]'", "Remove the quotes"),
         ],
-        "ex_entry": [
-            (None, "answer = np.cos(8 / 10000 ** (2 / 16))"),
-            (None, "answer = -0.8186", "cos(2.53 rad) = -0.8186"),      # the exact value and its angle, computed
-            (None, "answer = -0.819"),                                  # three decimals, as the exercise asks
-            ("rounded", "answer = -1", "rounded to whole numbers"),     # -1 = cos(pi), not PE[8, 3]
-            ("rounded", "answer = -0.8", "1 decimal"),
-            (None, "answer = sinusoidal_positional_encoding(9, 16)[8, 3]"),
+        "ex_source": [
+            (None, "answer = 'a'"),
+            (None, "answer = ' (A) '"),
+            (None, "answer = 'each keeps its output'"),
             ("not_attempted", "answer = ..."),
-            ("sin_cos_swapped", "answer = np.sin(8 / 10000 ** (2 / 16))"),
-            ("degrees", "answer = np.cos(np.radians(8 / 10000 ** (2 / 16)))"),
-            ("column_as_i", "answer = np.cos(8 / 10000 ** (2 * 3 / 16))"),
-            ("exponent_i_over_d", "answer = np.cos(8 / 10000 ** (1 / 16))"),
-            ("two_i_plus_one", "answer = np.cos(8 / 10000 ** (3 / 16))"),
-            ("multiplied", "answer = np.cos(8 * 10000 ** (2 / 16))"),
-            ("angle_only", "answer = 8 / 10000 ** (2 / 16)"),
-            ("truncated", "answer = -0.818", "-0.8186 -> -0.819"),         # cut off, not rounded
-            ("sign_flipped", "answer = 0.819", "cos(2.53 rad) = -0.8186"),  # the sign dropped
-            ("different", "answer = 0.5"),
-            ("granularity", "answer = [-0.8186, 0.02]", "entry [0]"),
-            ("not_numbers", "answer = '-0.8186'", "Remove the quotes"),
+            ("rows_follow_keys", "answer = 'b'", "the rows are the target's queries"),
+            ("keys_order_matters", "answer = 'c'", "does not depend on the order of its terms"),
+            ("not_a_choice", "answer = 'd'"),
+            ("not_a_choice", "answer = 3"),
         ],
         "ex_causal_order": [
             (None, "answer = 'c'"),
@@ -406,6 +405,14 @@ CASES = {
             ("chose_b", "answer = 'b'", "does not read the whole sentence"),
             ("not_a_choice", "answer = 'e'"),
             ("not_a_choice", "answer = 2"),
+        ],
+        "ex_mean": [
+            (None, "answer = 'b'"),
+            (None, "answer = 'B'"),
+            ("not_attempted", "answer = ..."),
+            ("mean_ignores_order", "answer = 'a'", "Without positions it does"),
+            ("same_positions", "answer = 'c'", "added to other words"),
+            ("not_a_choice", "answer = 'yes'"),
         ],
     },
     "07_limits.ipynb": {
@@ -445,6 +452,15 @@ CASES = {
             ("chose_a", "answer = 'a'", "scores that no longer matter"),
             ("chose_b", "answer = 'b'", "single score"),
             ("not_a_choice", "answer = 'd'"),
+            ("not_attempted", "answer = ..."),
+        ],
+        "ex_readout": [
+            (None, "answer = 'd'"),
+            (None, "answer = 'W_Q, W_K and W_V'"),
+            ("read_out_frozen", "answer = 'a'", "bank's output is not 0"),
+            ("all_learn", "answer = 'b'", "that product is 0"),
+            ("values_learn", "answer = 'c'", "dL/dV = weights"),
+            ("not_a_choice", "answer = 'e'"),
             ("not_attempted", "answer = ..."),
         ],
     },
