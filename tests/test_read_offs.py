@@ -276,3 +276,21 @@ def test_the_pages_scripts_name_no_answer():
         shown = Shown(script.name, 0, False, text, [numbers(text)])
         found += [f"{a.id} in {script.name}" for a in ALL if a.kind == "numeric" and occurs(a, shown)]
     assert not found, found
+
+
+def test_no_prose_comment_or_string_of_the_notebooks_names_an_answer():
+    """The text of the cells as the page shows it (the prose, and each code cell's comments and strings) names no
+    numeric answer above its exercise nor in a later notebook, by the rule of the outputs."""
+    stems = [path.stem for path in NOTEBOOKS]
+    found = []
+    for path in NOTEBOOKS:
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            text = cell.source if cell.cell_type == "markdown" else "\n".join(
+                m.group(0) for m in re.finditer(r"#.*$|\"[^\"\n]*\"|'[^'\n]*'", cell.source, re.M))
+            shown = Shown(path.stem, index, False, text, [numbers(text)])
+            for answer in ALL:
+                here = stems.index(path.stem) - stems.index(answer.notebook)
+                if answer.kind == "numeric" and (here > 0 or (here == 0 and index < answer.heading)) \
+                        and occurs(answer, shown, later=here > 0):
+                    found.append(f"{answer.id} in {shown.where()}")
+    assert not found, found
