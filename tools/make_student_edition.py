@@ -237,7 +237,8 @@ def student_makefile(text):
     """The course's Makefile without the targets that need tools/ (execute, html, bench, student)."""
     blocks = text.split("\n\n")
     kept = [b for b in blocks if "tools/" not in b]
-    kept = [re.sub(r"\A(#.*\n)+(?=test:)", "# Check every notebook: a fresh run prints exactly what is stored (nbval).\n", b)
+    kept = [re.sub(r"\A(#.*\n)+(?=test:)", "# Check every notebook: a fresh run prints exactly what is stored (nbval); then the report of "
+                   "conftest.py:\n# diagnose on every piece of your workbook.py, one line each.\n", b)
             for b in kept]
     targets = [m.group(1) for b in kept for m in re.finditer(r"^([a-z]+):", b, re.M)]
     return re.sub(r"^\.PHONY:.*$", ".PHONY: " + " ".join(targets), "\n\n".join(kept), count=1, flags=re.M)
@@ -256,7 +257,9 @@ def student_readme(names, keep):
              "solutions are withheld" + (f" (but in {', '.join(kept)})" if kept else "") + "; the hints stay:",
              "run a hint cell again for a stronger hint, and ask your instructor when you are stuck.", "",
              "## Start", "", "```", "make lab     # sets up .venv (Python 3.11) the first time, then opens JupyterLab",
-             "make test    # checks every notebook: a fresh run prints exactly what is stored", "```", "",
+             "make test    # checks every notebook: a fresh run prints exactly what is stored,",
+             "             # then diagnose names each piece of your workbook: right, not attempted, or its mistake",
+             "```", "",
              f"Open `notebooks/{names[0]}` first, then go in order.", "", "## The course map", ""]
     lines += [f"- `notebooks/{name}`: {title}: {what}." for name, title, what in COURSE if name in names]
     pieces = [f"`{piece}` ({where})" for piece, where in BUILT_IN.items()
