@@ -174,8 +174,8 @@ def withhold_worked(source, pieces):
     """The text of helpers/checkers/solutions.py (``source``) with the worked function of each of ``pieces``
     replaced by its workbook stub (its signature and docstring, a body that raises NotImplementedError).
 
-    The worked functions are found by WORKED's own entries in ``source`` (``WORKED = {"softmax": softmax, ...}``
-    and ``WORKED.update(rope=apply_rope)``), so a piece added there is withheld too. Raises ValueError for a
+    The worked functions are found by WORKED's own entries in ``source`` (``WORKED = {"softmax": softmax, ...}``,
+    ``WORKED.update(rope=apply_rope)``, ``WORKED["rope"] = apply_rope``), so a piece added there is withheld too. Raises ValueError for a
     piece whose worked function is not a top-level function of ``source``."""
     import ast
 
@@ -188,6 +188,10 @@ def withhold_worked(source, pieces):
                 and isinstance(node.value, ast.Dict):
             names.update({k.value: v.id for k, v in zip(node.value.keys, node.value.values)
                           if isinstance(k, ast.Constant) and isinstance(v, ast.Name)})
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Subscript) and getattr(node.targets[0].value, "id", None) == "WORKED" \
+                and isinstance(node.targets[0].slice, ast.Constant):
+            names[node.targets[0].slice.value] = node.value.id          # WORKED["layer_norm"] = layer_norm
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
                 and getattr(node.func.value, "id", None) == "WORKED":
             names.update({k.arg: k.value.id for k in node.keywords if isinstance(k.value, ast.Name)})
