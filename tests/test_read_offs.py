@@ -24,7 +24,9 @@ The rule for a match, chosen so that a 0 or a 1 printed everywhere is no read-of
   between them, token labels included, are skipped), each number kept as printed;
 - an array answer matches only as a whole: k consecutive numbers (k = its size, in numpy's row-major order)
   each within the checker's tolerance of its entry (the learner could type them and be right). Arrays of one
-  entry count as scalars;
+  entry count as scalars. In a later notebook the k numbers must also show at least five significant digits
+  together, as a scalar must there (02's question [3, 2, 4] against 10's window caption "3 layers of window 2:
+  the last token draws on 4 of 16 positions" is a coincidence);
 - a scalar answer matches a printed number within the checker's tolerance that shows at least two significant
   digits, trailing zeros not counted (so "0", "1.0", "2", "100" or "0.50" never match: they are everywhere; "33", "1.225" and "-0.819" do). In a
   later notebook, whose explorers print thousands of numbers of the same range, a scalar matches only a
@@ -199,8 +201,10 @@ def occurs(answer, shown, later=False):
                 return True
             continue
         values = np.array([value for value, _ in run])
+        digits = np.array([d for _, d in run])
         for start in range(0, len(values) - k + 1):
-            if np.all(np.abs(values[start:start + k] - want) <= tol):
+            if (np.all(np.abs(values[start:start + k] - want) <= tol)
+                    and (not later or digits[start:start + k].sum() >= 5)):
                 return True
     return False
 
@@ -252,6 +256,10 @@ def test_the_rule_finds_a_read_off_and_not_a_coincidence():
     assert not occurs(entry, Shown("x", 0, False, "", [numbers("score 0.819 here")]))          # the sign counts
     assert not occurs(entry, Shown("x", 0, False, "", [numbers("score \u22120.819 here")]), later=True)
     assert occurs(count, Shown("x", 0, False, "", [numbers("33554432 multiply-adds")]), later=True)
+    small = Answer("x", "question", 1, 1, "numeric", expected=np.array([3.0, 2.0, 4.0]), atol=np.array(5e-4))
+    caption = Shown("x", 0, True, "", [numbers("3 layers of window 2: 4 of 16 positions")])
+    assert occurs(small, caption) and not occurs(small, caption, later=True)   # later: 3 digits are a coincidence
+    assert occurs(row, printed, later=True)                                    # a row of weights is not
     given = Answer("x", "variance", 1, 1, "numeric", given=(256.0,), expected=np.array(256.0), atol=np.array(0.5))
     assert not occurs(given, Shown("x", 0, False, "", [numbers("d_k = 256")]))                # an input, not a read-off
     assert numbers("[[0.302 0.343]\n [0.196 0.37 ]] 1e-3 -inf") == [(0.302, 3), (0.343, 3), (0.196, 3), (0.37, 2), (1e-3, 1)]
