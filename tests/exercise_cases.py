@@ -516,18 +516,19 @@ CASES = {
             ("multiply_adds", "answer = 8 * 2048 * 2048 * 64", "2,147,483,648"),
             ("output_size", "answer = 2048 * 512", "which are not attention weights either"),
             ("different", "answer = 2048 * 64"),
-            ("other_exercise", "answer = 40", "the largest rank"),
+            ("other_exercise", "answer = 5", "the largest rank"),
         ],
-        "ex_rank": [     # exercise 3: one head's 40 x 40 scores in a layer of d_model = 768, 12 heads (d_k = 64)
-            (None, "answer = min(40, 768 // 12)"),
-            (None, "answer = 40.0"),
-            ("not_attempted", "answer = ...", ),
-            ("rank_is_d_k", "answer = 768 // 12", "bounds the rank too"),
+        "ex_rank": [     # exercise 3: 40 tokens of 5 distinct words, d_model = 768, 12 heads (d_k = 64)
+            (None, "answer = min(5, 768 // 12)"),
+            (None, "answer = 5.0"),
+            ("not_attempted", "answer = ..."),
+            ("rank_is_d_k", "answer = 768 // 12", "adds nothing to the rank"),
+            ("rank_is_n", "answer = 40", "repeated row"),
             ("rank_is_d_model", "answer = 768"),
             ("entries_not_rank", "answer = 40 * 40", "1,600"),
             ("different", "answer = 12"),
             ("other_exercise", "answer = 8 * 2048 * 2048", "the number of attention weights"),
-            ("not_numbers", "answer = 'forty'"),
+            ("not_numbers", "answer = 'five'"),
         ],
         "ex_heads": [
             (None, "answer = 'b'", "6,291,456"),  # 24 heads x 512 x 512, by hand

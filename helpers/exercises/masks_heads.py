@@ -470,42 +470,53 @@ class FillExercise(ChoiceExercise):
 class ScoreRankExercise(_NumericExercise):
     """The largest rank one head's (n, n) scores Q K^T can have in a layer of another model's sizes (notebook 05).
 
-    n: tokens; d_model: width; num_heads: heads (it must divide d_model, d_k = d_model / num_heads). One
-    head's scores are an (n, d_k) matrix times a (d_k, n) one, so their rank is at most min(n, d_k)
-    (Bhojanapalli et al. 2020, the low-rank bottleneck); random queries and keys reach it. The checker names
-    d_k alone (the sentence too short for it), n alone, d_model (the head read as the whole width) and n × n
-    (the entries, not the rank), each dropped where these inputs do not tell it apart.
+    n: tokens; d_model: width; num_heads: heads (it must divide d_model, d_k = d_model / num_heads);
+    distinct: how many different token vectors the n tokens hold (default n; fewer when words repeat and no
+    position is added, so rows of Q and K repeat). One head's scores are an (n, d_k) matrix times a (d_k, n)
+    one, and equal tokens give equal rows, so the rank is at most min(distinct, d_k) (Bhojanapalli et al.
+    2020, the low-rank bottleneck); random vectors reach it. The checker names d_k alone, n alone, d_model
+    (the head read as the whole width) and n x n (the entries, not the rank), each dropped where these
+    inputs do not tell it apart.
     """
 
-    def __init__(self, n, d_model, num_heads):
+    def __init__(self, n, d_model, num_heads, distinct=None):
         n, d_model, num_heads = _whole(n, "n"), _whole(d_model, "d_model"), _whole(num_heads, "num_heads")
+        distinct = n if distinct is None else _whole(distinct, "distinct")
         if d_model % num_heads:
             raise ValueError(f"num_heads must divide d_model = {d_model}; got {num_heads}")
+        if distinct > n:
+            raise ValueError(f"distinct must be at most n = {n} (the tokens hold no more vectors than tokens); "
+                             f"got {distinct}")
         d_k = d_model // num_heads
-        self.n, self.d_model, self.num_heads, self.d_k = n, d_model, num_heads, d_k   # for the notebook to print
-        bound = min(n, d_k)
+        self.n, self.d_model, self.num_heads, self.d_k, self.distinct = n, d_model, num_heads, d_k, distinct
+        bound = min(distinct, d_k)
         self.expected = np.asarray(float(bound))
         self.atol = 0.5
         self.shape_note = "a rank is one whole number"
         self.title = f"the largest rank of one head's {n} x {n} scores"
+        rows = (f"only {distinct} of the {n} rows of Q and K differ (a repeated token gives a repeated row), and a "
+                "repeated row adds nothing to the rank" if distinct < n else
+                f"the scores are {n} × {n}: a matrix has no more independent rows than it has rows")
         self._set_variants([(k, m, np.asarray(float(v))) for k, m, v in [
-            ("rank_is_d_k",
-             f"That is d_k = {d_k}, the bound of the queries' width. But the scores are {n} × {n}: a matrix has "
-             f"no more independent rows than it has rows, so the sentence's length bounds the rank too.", d_k),
+            ("rank_is_d_k", f"That is d_k = {d_k}, the bound of the queries' width. But {rows}.", d_k),
             ("rank_is_n",
-             f"That is n = {n}, the size of the matrix. But each score is a dot product of d_k = {d_k} numbers: "
-             f"every row is a mix of the same {d_k} rows of K, so the rank is at most d_k.", n),
+             f"That is n = {n}, the size of the matrix. But "
+             + (f"{rows}." if distinct < n else f"each score is a dot product of d_k = {d_k} numbers: every row "
+                f"is a mix of the same {d_k} rows of K, so the rank is at most d_k."), n),
             ("rank_is_d_model",
              f"That is d_model = {d_model}, the layer's width. One head sees only its slice: "
              f"d_k = {d_model} / {num_heads} = {d_k} features.", d_model),
             ("entries_not_rank",
              f"That is n × n = {n * n:,}, the number of scores. The rank counts independent rows.", n * n),
         ]])
-        self.hint_text = ("What is d_k here? One head's scores are (n × d_k) times (d_k × n): which of the two "
-                          "sizes limits the number of independent rows?")
+        self.hint_text = ("What is d_k here? One head's scores are (n × d_k) times (d_k × n). How many of Q's rows "
+                          "are different, and which size limits the number of independent rows?")
         self.solution_text = _code([
             (f"my_d_k = {d_model} // {num_heads}", f"d_k = {d_k}"),
-            (f"answer = min({n}, my_d_k)", f"rank at most min(n, d_k) = {bound}"),
+            (f"answer = min({distinct}, my_d_k)" if distinct < n else f"answer = min({n}, my_d_k)",
+             f"rank at most {bound}"),
         ])
-        self.correct_note = (f"min(n, d_k) = {bound}: " + ("the sentence is shorter than a head is wide, so here n "
-                             "is the limit, not d_k." if n < d_k else f"each head's scores mix only {d_k} patterns."))
+        self.correct_note = (f"At most {bound}: " + (
+            f"only {distinct} different rows, so a head of d_k = {d_k} cannot use its width." if distinct < min(n, d_k)
+            else f"each head's scores mix only {d_k} patterns." if d_k <= min(n, distinct)
+            else "the sentence is shorter than a head is wide, so n is the limit, not d_k."))
