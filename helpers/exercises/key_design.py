@@ -1,4 +1,5 @@
-"""Exercises of understanding: design W_K so that a query prefers a word (notebooks 01, 02); what a heatmap supports (01); what a new word does to the old weights (01).
+"""Exercises of understanding: design W_K so that a query prefers a word (notebooks 01, 02); what a heatmap
+supports (01); what a new word does to the old weights (01).
 
 Many matrices W_K are right, so :class:`KeyDesignExercise` checks the
 property a right answer must have (the query's weight on one word above its
