@@ -629,7 +629,7 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=None,
 
     weights: array (num_heads, n_q, n_k), e.g. the weights of
         ``multi_head_attention``; queries on rows, keys on columns.
-    titles: optional num_heads titles (default 'head 1', 'head 2', ...).
+    titles: optional num_heads titles (default 'head 0', 'head 1', ...: numbered from 0, as the code does).
     columns: heatmaps per row of the figure; None (the default) puts as
         many as fit in FIGURE_MAX_WIDTH inches with cells large enough for
         9-point numbers, or, when those rows would be taller than
@@ -645,7 +645,7 @@ def heads_heatmaps(weights, query_labels, key_labels, titles=None, columns=None,
     if w.ndim != 3:
         raise ValueError(f"weights must have shape (num_heads, n_q, n_k); got {w.shape}")
     h, n_q, n_k = w.shape
-    titles = list(titles) if titles is not None else [f"head {i + 1}" for i in range(h)]
+    titles = list(titles) if titles is not None else [f"head {i}" for i in range(h)]
     if len(titles) != h:
         raise ValueError(f"need one title per head ({h}); got {len(titles)}")
     cell = 0.55

@@ -147,6 +147,17 @@ PHRASES = {
     "keys_given": "the keys themselves",
     "still_prefers": "still prefers",
     "chose_d": "cannot tell you that",
+    # notebooks 01, 04 and 05: exercises of understanding (issue 33, sec. 2)
+    "like_attracts": "No old weight can rise",
+    "old_weights_kept": "but the softmax divides by the total",
+    "only_neighbours_fall": "does not know which words are alike",
+    "uniform_like_empty_row": "because every score in it was the fill",
+    "nan_like_empty_row": "NaN came from -inf minus -inf",
+    "fill_leaks": "The largest hidden weight is",
+    "rank_is_d_k": "the bound of the queries' width",
+    "rank_is_n": "the size of the matrix",
+    "rank_is_d_model": "the layer's width",
+    "entries_not_rank": "the number of scores",
     # notebooks 02-03, exercises of understanding (issue 21, sec. 4)
     "longest_key": "has the longest key",
     "direction_only": "points most nearly along",
@@ -223,66 +234,16 @@ CASES = {
             ("rounded", "answer = 1", "whole numbers"),
             ("type", "answer = float", "float(x)"),
             ("function", "answer = np.dot"),
-            ("other_exercise", _HIDDEN_OK + "\nanswer = w", "the (4, 4) matrix of masked attention weights"),
         ],
-        "ex_hidden": [   # exercise 3: every word without river (no_river hides its column)
-            (None, _HIDDEN_OK + "\nanswer = w"),
-            (None, _HIDDEN_OK + "\nanswer = w.tolist()", "Python list"),
+        "ex_added": [    # exercise 3: what shore, a fifth word, does to bank's weights on the old four
+            (None, "answer = 'a'", "multiplied by 0.764"),     # by hand: 1 - shore's weight 0.236 (the solution's why)
+            (None, "answer = '(A)'"),
             ("not_attempted", "answer = ..."),
-            ("mask_after_softmax",
-             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nanswer = w * no_river"),
-            ("mask_after_softmax",
-             "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nw[~no_river] = 0\nanswer = w"),
-            ("mask_times_zero",
-             "s = (Q @ K.T / np.sqrt(d_k)) * no_river\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("no_mask", "e = np.exp(Q @ K.T / np.sqrt(d_k))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("mask_flipped", "answer = softmax(np.where(no_river.T, Q @ K.T / np.sqrt(d_k), -np.inf))",
-             "you applied its transpose"),
-            ("mask_inverted", "answer = softmax(np.where(no_river, -np.inf, Q @ K.T / np.sqrt(d_k)))"),  # True = hidden
-            ("nan_inf",      # river's row hidden, not its column: a query with nothing to read, 0 / 0
-             "m = np.ones((4, 4), dtype=bool)\nm[1] = False\ns = np.where(m, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
-             "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)", "check your mask"),
-            ("no_mask", "answer = W", "the keys the mask hides"),   # the weights section 8 printed
-            ("different", "answer = W_c"),                           # the causal weights of section 12
-            ("wrong_axis", "answer = softmax(np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf), axis=0)"),
-            ("nan_inf",      # the same by hand: river's column sums to 0, and 0 / 0 is NaN
-             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
-             "answer = e / e.sum(axis=0, keepdims=True)", "NaN"),
-            ("transposed_scores",
-             "s = np.where(no_river, K @ Q.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
-             "answer = e / e.sum(axis=1, keepdims=True)"),
-            ("no_scaling",
-             "s = np.where(no_river, Q @ K.T, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("divided_by_d_k",
-             "s = np.where(no_river, Q @ K.T / d_k, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("whole_matrix_normalised",
-             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum()"),
-            ("exp_not_normalised", "answer = np.exp(np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf))"),
-            ("keepdims_forgotten",
-             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1)"),
-            ("transposed", _HIDDEN_OK + "\nanswer = w.T"),
-            ("sum_not_one",
-             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
-             "answer = e / e.max(axis=1, keepdims=True)"),
-            ("shape", _HIDDEN_OK + "\nanswer = w[bank]", "(4, 4)"),
-            ("nan_inf",
-             "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), np.inf)\ne = np.exp(s)\n"
-             "answer = e / e.sum(axis=1, keepdims=True)", "NaN"),
-            ("unreadable", "answer = [[1.0], [0.2, 0.8]]", "same length"),
-            ("no_softmax", "answer = np.where(no_river, Q @ K.T / np.sqrt(2), -np.inf)", "masked scores"),
-            ("no_softmax", "answer = np.where(no_river, Q @ K.T / np.sqrt(d_k), -1e9)", "masked scores"),
-            ("raw_scores", "answer = np.where(no_river, Q @ K.T, -np.inf)", "masked"),
-            ("no_softmax", "answer = Q @ K.T / np.sqrt(d_k)", "before the mask"),
-            ("nan_inf", "answer = np.where(no_river, 0.5, -np.inf)", "-inf (minus infinity)"),
-            ("rounded", _HIDDEN_OK + "\nanswer = np.round(w, 2)", "2 decimals"),
-            ("rounded", _HIDDEN_OK + "\nanswer = np.round(w, 1)", "1 decimal,"),
-            (None, _HIDDEN_OK + "\nanswer = np.matrix(w)"),
-            (None, _HIDDEN_OK + "\nanswer = tuple(map(tuple, w))", "Python tuple"),
-            (None, _HIDDEN_OK + "\nanswer = w.astype(np.float32) + 1e-9"),
-            ("shape", _HIDDEN_OK + "\nanswer = w[bank]", "the row of 'bank' alone"),
-            ("shape", _HIDDEN_OK + "\nanswer = w.ravel()", "Try answer.reshape(4, 4)"),
-            ("shape", _HIDDEN_OK + "\nanswer = w[flooded]", "the row of 'flooded' alone"),
-            ("other_exercise", "answer = 1.225", "the score of 'shore'"),
+            ("like_attracts", "answer = 'b'", "No old weight can rise"),
+            ("old_weights_kept", "answer = 'c'"),
+            ("only_neighbours_fall", "answer = 'd'"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_a_choice", "answer = 0.764"),
         ],
         "ex_design": [
             (None, "answer = np.array([[1.0, 0.0], [0.0, 2.0]])"),
@@ -514,20 +475,18 @@ CASES = {
             ("different", "answer = [0.5, 0.5, 1.0]"),
             ("not_numbers", "answer = 'all 1'"),
         ],
+        "ex_fill": [     # exercise 2: a -1e9 fill in bank's causal row, which keeps three keys
+            (None, "answer = 'a'", "exactly 0"),
+            (None, "answer = ' A '"),
+            ("not_attempted", "answer = ..."),
+            ("uniform_like_empty_row", "answer = 'b'"),
+            ("nan_like_empty_row", "answer = 'c'"),
+            ("fill_leaks", "answer = 'd'", "underflows"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_a_choice", "answer = [0.187, 0.46, 0.353, 0.0]"),
+        ],
     },
     "05_multi_head.ipynb": {
-        "ex_split": [
-            (None, "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)"),
-            (None, "answer = np.stack(np.split(x6, 3, axis=1))"),
-            (None, "answer = split_heads(x6, 3)"),
-            ("not_attempted", "answer = ..."),
-            ("reshape_without_transpose", "answer = x6.reshape(3, 4, 2)", "Right shape, wrong numbers"),
-            ("heads_last", "answer = x6.reshape(4, 3, 2)"),
-            ("interleaved", "answer = x6.reshape(4, 2, 3).transpose(2, 0, 1)"),
-            ("shape", "answer = x6.reshape(3, 8)", "(3, 4, 2)"),
-            ("different", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2) + 1"),
-            ("other_exercise", "answer = 8 * 2048 * 2048", "the number of attention weights"),
-        ],
         "ex_count": [
             (None, "answer = 8 * 2048 * 2048"),
             (None, "answer = 33_554_432"),
@@ -542,7 +501,19 @@ CASES = {
             ("multiply_adds", "answer = 8 * 2048 * 2048 * 64", "2,147,483,648"),
             ("output_size", "answer = 2048 * 512", "which are not attention weights either"),
             ("different", "answer = 2048 * 64"),
-            ("other_exercise", "answer = x6.reshape(4, 3, 2).transpose(1, 0, 2)", "x split into 3 heads"),
+            ("other_exercise", "answer = 5", "the largest rank"),
+        ],
+        "ex_rank": [     # exercise 3: 40 tokens of 5 distinct words, d_model = 768, 12 heads (d_k = 64)
+            (None, "answer = min(5, 768 // 12)"),
+            (None, "answer = 5.0"),
+            ("not_attempted", "answer = ..."),
+            ("rank_is_d_k", "answer = 768 // 12", "adds nothing to the rank"),
+            ("rank_is_n", "answer = 40", "repeated row"),
+            ("rank_is_d_model", "answer = 768"),
+            ("entries_not_rank", "answer = 40 * 40", "1,600"),
+            ("different", "answer = 12"),
+            ("other_exercise", "answer = 8 * 2048 * 2048", "the number of attention weights"),
+            ("not_numbers", "answer = 'five'"),
         ],
         "ex_heads": [
             (None, "answer = 'b'", "6,291,456"),  # 24 heads x 512 x 512, by hand
@@ -708,4 +679,75 @@ SOFTMAX_ROW_CASES = [
         ("shape", "s = scores[flooded] / np.sqrt(d_k)\nanswer = np.matrix(np.exp(s) / np.exp(s).sum())",
          "Try np.asarray(answer).reshape(4,)"),
         ("other_exercise", "answer = 1.2", "the score of 'flooded'"),
+]
+
+
+# Notebook 01's masked-weights exercise left the notebook (issue 33: it asked again for the weight matrix the
+# attention build had just computed, and notebook 04's mask explorer stores its answer). AttentionWeightsExercise
+# with a mask stays for instructors; these cases, typed as a learner would, run on it built from notebook 01's
+# names (HIDDEN_SETUP, run after the notebook): test_exercises.py and test_exercises_01.py.
+HIDDEN_SETUP = """from helpers.exercises import AttentionWeightsExercise
+no_river = np.ones((n, n), dtype=bool)      # True = may attend
+no_river[:, tokens.index("river")] = False  # no query may read river
+ex_hidden = AttentionWeightsExercise(X, W_Q, W_K, tokens, mask=no_river,
+                                     names=dict(Q="Q", K="K", mask="no_river"))"""
+
+HIDDEN_CASES = [
+        (None, _HIDDEN_OK + "\nanswer = w"),
+        (None, _HIDDEN_OK + "\nanswer = w.tolist()", "Python list"),
+        ("not_attempted", "answer = ..."),
+        ("mask_after_softmax",
+         "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nanswer = w * no_river"),
+        ("mask_after_softmax",
+         "e = np.exp(Q @ K.T / np.sqrt(d_k))\nw = e / e.sum(axis=1, keepdims=True)\nw[~no_river] = 0\nanswer = w"),
+        ("mask_times_zero",
+         "s = (Q @ K.T / np.sqrt(d_k)) * no_river\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+        ("no_mask", "e = np.exp(Q @ K.T / np.sqrt(d_k))\nanswer = e / e.sum(axis=1, keepdims=True)"),
+        ("mask_flipped", "answer = softmax(np.where(no_river.T, Q @ K.T / np.sqrt(d_k), -np.inf))",
+         "you applied its transpose"),
+        ("mask_inverted", "answer = softmax(np.where(no_river, -np.inf, Q @ K.T / np.sqrt(d_k)))"),  # True = hidden
+        ("nan_inf",      # river's row hidden, not its column: a query with nothing to read, 0 / 0
+         "m = np.ones((4, 4), dtype=bool)\nm[1] = False\ns = np.where(m, Q @ K.T / np.sqrt(d_k), -np.inf)\n"
+         "e = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)", "check your mask"),
+        ("no_mask", "answer = W", "the keys the mask hides"),   # the weights section 8 printed
+        ("different", "answer = W_c"),                           # the causal weights of section 12
+        ("wrong_axis", "answer = softmax(np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf), axis=0)"),
+        ("nan_inf",      # the same by hand: river's column sums to 0, and 0 / 0 is NaN
+         "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+         "answer = e / e.sum(axis=0, keepdims=True)", "NaN"),
+        ("transposed_scores",
+         "s = np.where(no_river, K @ Q.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+         "answer = e / e.sum(axis=1, keepdims=True)"),
+        ("no_scaling",
+         "s = np.where(no_river, Q @ K.T, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+        ("divided_by_d_k",
+         "s = np.where(no_river, Q @ K.T / d_k, -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1, keepdims=True)"),
+        ("whole_matrix_normalised",
+         "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum()"),
+        ("exp_not_normalised", "answer = np.exp(np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf))"),
+        ("keepdims_forgotten",
+         "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\nanswer = e / e.sum(axis=1)"),
+        ("transposed", _HIDDEN_OK + "\nanswer = w.T"),
+        ("sum_not_one",
+         "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), -np.inf)\ne = np.exp(s)\n"
+         "answer = e / e.max(axis=1, keepdims=True)"),
+        ("shape", _HIDDEN_OK + "\nanswer = w[bank]", "(4, 4)"),
+        ("nan_inf",
+         "s = np.where(no_river, Q @ K.T / np.sqrt(d_k), np.inf)\ne = np.exp(s)\n"
+         "answer = e / e.sum(axis=1, keepdims=True)", "NaN"),
+        ("unreadable", "answer = [[1.0], [0.2, 0.8]]", "same length"),
+        ("no_softmax", "answer = np.where(no_river, Q @ K.T / np.sqrt(2), -np.inf)", "masked scores"),
+        ("no_softmax", "answer = np.where(no_river, Q @ K.T / np.sqrt(d_k), -1e9)", "masked scores"),
+        ("raw_scores", "answer = np.where(no_river, Q @ K.T, -np.inf)", "masked"),
+        ("no_softmax", "answer = Q @ K.T / np.sqrt(d_k)", "before the mask"),
+        ("nan_inf", "answer = np.where(no_river, 0.5, -np.inf)", "-inf (minus infinity)"),
+        ("rounded", _HIDDEN_OK + "\nanswer = np.round(w, 2)", "2 decimals"),
+        ("rounded", _HIDDEN_OK + "\nanswer = np.round(w, 1)", "1 decimal,"),
+        (None, _HIDDEN_OK + "\nanswer = np.matrix(w)"),
+        (None, _HIDDEN_OK + "\nanswer = tuple(map(tuple, w))", "Python tuple"),
+        (None, _HIDDEN_OK + "\nanswer = w.astype(np.float32) + 1e-9"),
+        ("shape", _HIDDEN_OK + "\nanswer = w[bank]", "the row of 'bank' alone"),
+        ("shape", _HIDDEN_OK + "\nanswer = w.ravel()", "Try answer.reshape(4, 4)"),
+        ("shape", _HIDDEN_OK + "\nanswer = w[flooded]", "the row of 'flooded' alone"),
+        ("other_exercise", "answer = 1.225", "the score of 'shore'"),
 ]

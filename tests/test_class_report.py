@@ -165,7 +165,7 @@ def test_the_sample_notebooks_stay_copies_of_the_course_with_only_the_answers_fi
     handed = nbformat.read(tmp_path / "sample_wrong" / "04_masking.ipynb", as_version=4)
     assert handed.cells[0].id == "sample-answer" and len(handed.cells) == len(course.cells) + 1
     changed = [c.id for a, c in zip(course.cells, handed.cells[1:]) if a.source != c.source]
-    assert changed == ["ex-sums-try"]
+    assert changed == ["ex-sums-try", "ex-fill-try"]
     workbook = (tmp_path / "sample_wrong" / "workbook.py").read_text()
     assert "no student's work" in workbook and "k=-1" in workbook
 

@@ -282,36 +282,42 @@ def test_the_softmax_trap_is_computed_where_the_build_section_quotes_it():
 
 # ------------------------------------------------------------ exercise 3: a mask the page never applies
 
-def _solution_matrix(nb, cell_id):
-    """The matrix a stored solution prints after its "# gives" line."""
-    text = next(c for c in nb.cells if c.get("id") == cell_id).outputs[0]["data"]["text/plain"]
-    rows = [line for line in text.split("# gives\n", 1)[1].splitlines() if line.startswith("#")]
-    return np.array([[float(x) for x in NUMBER.findall(row)] for row in rows])
-
-
-def test_exercise_3s_weights_are_printed_nowhere_above_it():
-    # issue 33, section 2: exercise 3 once asked for the causal weights, which section 12's heatmap writes in its
-    # cells (answer = W_c passed) and which the build had just computed; no_river hides river from every query,
-    # a mask no cell above applies
-    from helpers.attention import causal_mask, scaled_dot_product_attention
-    from helpers.exercises.feedback import WEIGHTS_ATOL
+def test_exercise_3_a_fifth_word_is_measured_and_its_numbers_are_on_no_line_above_it():
+    # issue 33, section 2: exercise 3 once asked for the weights with river masked, the matrix the attention build
+    # had just computed (and notebook 04's mask explorer stores). Now it asks what shore, a fifth word, does to
+    # bank's weights on the old four: a transfer of section 12's one-factor rule, run the other way.
+    from helpers.attention import scaled_dot_product_attention
+    from helpers.exercises import AddedWordExercise
     nb = nbformat.read(NB01, as_version=4)
-    Q, K, V = RB.X @ RB.W_Q, RB.X @ RB.W_K, RB.X @ RB.W_V
-    no_river = np.ones((len(TOKENS), len(TOKENS)), dtype=bool)
-    no_river[:, RIVER] = False
-    _, expected = scaled_dot_product_attention(Q, K, V, mask=no_river)
-    answer = _solution_matrix(nb, "ex-causal-solution")
-    assert np.allclose(answer, expected, atol=5e-4)                       # the stored solution is this mask's
-    above = numbers_above(nb, "ex-causal-try")
-    for row in expected:   # no row is on the page, whole or without its hidden column
-        for part in (row, row[row > 0]):
-            runs = [above[k:k + len(part)] for k in range(len(above) - len(part) + 1)]
-            assert not [r for r in runs if np.allclose(r, part, atol=WEIGHTS_ATOL, rtol=0)], part
-    for shown in (scaled_dot_product_attention(Q, K, V)[1],                          # section 8's weights
-                  scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(TOKENS)))[1]):   # section 12's
-        assert np.abs(shown - expected).max() > 10 * WEIGHTS_ATOL
-    setup = next(k for k, c in enumerate(nb.cells) if c.get("id") == "ex-causal-setup")
-    assert not [c for c in nb.cells[:setup] if c.cell_type == "code" and "no_river" in c.source]   # nor draws it
+    shore = np.array([0.9, 0.1])                          # exercise 2's new word
+    X5 = np.vstack([RB.X, shore])
+    old = scaled_dot_product_attention(RB.X @ RB.W_Q, RB.X @ RB.W_K, RB.X @ RB.W_V)[1][BANK]
+    new = scaled_dot_product_attention(X5 @ RB.W_Q, X5 @ RB.W_K, X5 @ RB.W_V)[1][BANK]
+    factor = new[:-1] / old
+    assert np.allclose(factor, factor[0]) and factor[0] < 1                  # option (a), measured
+    assert np.isclose(factor[0], 1 - new[-1])                                # shore takes what the four gave up
+    ex = AddedWordExercise(RB.X, RB.W_Q, RB.W_K, TOKENS, shore, "shore", query="bank")
+    assert ex.answer == "a" and ex.feedback("a").correct
+    assert [ex.feedback(k).mistake for k in "bcd"] == ["like_attracts", "old_weights_kept", "only_neighbours_fall"]
+    assert new[RIVER] < old[RIVER]                                           # (b) is false: river falls too
+    solution = next(c for c in nb.cells if c.get("id") == "ex-added-solution").outputs[0]["data"]["text/plain"]
+    assert f"{factor[0]:.3f}" in solution and f"{new[-1]:.3f}" in solution
+    above = numbers_above(nb, "ex-added-try")
+    for shown in (factor[0], new[-1]):                                       # the numbers the check reveals
+        assert not [x for x in above if abs(x - shown) <= 5e-4], shown
+
+
+def test_the_body_states_the_identity_the_design_exercise_rests_on():
+    # issue 33, section 3: q . (x W_K) = x . (W_K q), once only in the hints, is said and computed before exercise 4
+    nb = nbformat.read(NB01, as_version=4)
+    ids = [c.get("id") for c in nb.cells]
+    said = next(k for k, c in enumerate(nb.cells) if "q · (x W_K) = x · (W_K q)" in c.source)
+    shown = ids.index("score-from-the-key-side")
+    assert said < shown < ids.index("ex-design-md") and said < ids.index("ex-intro")
+    printed = nb.cells[shown].outputs[0]["text"]
+    assert "the same as bank's scores: True" in printed
+    u = RB.W_K @ (RB.X[BANK] @ RB.W_Q)
+    assert np.allclose(RB.X @ u, (RB.X @ RB.W_Q)[BANK] @ (RB.X @ RB.W_K).T)   # the identity itself, by numpy
 
 
 def test_the_heatmap_exercise_comes_before_the_prose_that_answers_it():

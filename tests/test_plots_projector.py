@@ -76,7 +76,7 @@ def test_every_figure_function_describes_its_figure():
     said = [P.description(f) for f in figs]
     assert "largest 0.80 from a to d" in said[0]
     assert "b at (1.00, 0.00)" in said[1] and "to a after at (1.00, 1.00)" in said[1]
-    assert "head 1: largest weight 0.80 from a to d" in said[2]
+    assert "head 0: largest weight 0.80 from a to d" in said[2]   # heads numbered from 0, as the code does
     assert "s goes from 3 to 4" in said[3]
     assert "largest 0.80 (layer 0 head 1)" in said[4]
     assert "'P': largest weight 0.80 from a to d" in said[5]

@@ -38,13 +38,14 @@ below imports this package):
     base.py         the exercise base classes, ChoiceExercise, exercise()
     static.py       the static page: the data a check stores in a kernel, the form the export adds (exercise.js)
     weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, a query's question, d_k
-    masks_heads.py  notebooks 04-05: the combined mask, row sums masked after the softmax, split_heads, counting weights
+    masks_heads.py  notebooks 04-05: the combined mask, row sums masked after the softmax, a -1e9 fill, split_heads,
+                    counting weights, what num_heads changes, the rank of a head's scores
     order.py        notebooks 06-07: permuted outputs, a reversed source, the mean with positions (06), the hull (07)
     cost.py         notebook 08: dot products, one online-softmax step, the KV cache's size, the running maximum
     learning.py     notebook 09: the softmax's gradient, which weights get no gradient (one word; W_out = 0)
     predictions.py  notebooks 02-03: predict or explain what attention does (choices with named wrong answers)
     key_design.py   notebook 01: design W_K so that a query prefers a word (many right answers);
-                    notebook 01: which claim a heatmap supports
+                    which claim a heatmap supports, what a new word does to the old weights
     limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
     current.py      notebook 10: one rotary pair, a grouped-query cache's bytes, stacked windows' reach, rotary layouts,
                     how a window's key blocks grow
@@ -66,8 +67,8 @@ from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, 
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise, ZeroReadOutExercise
 from helpers.exercises.limits import LayoutExercise
-from helpers.exercises.masks_heads import (HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise,
-                                          WeightsCountExercise)
+from helpers.exercises.masks_heads import (FillExercise, HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise,
+                                          ScoreRankExercise, SplitHeadsExercise, WeightsCountExercise)
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
 from helpers.exercises.predictions import (LeanOnExercise, LongKeyCauseExercise, SaturatedRowExercise,
                                           SpreadGrowthExercise)
@@ -81,7 +82,7 @@ from helpers.exercises.weights import (
     ScoreVarianceExercise,
     SoftmaxRowExercise,
 )
-from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
+from helpers.exercises.key_design import AddedWordExercise, HeatmapClaimExercise, KeyDesignExercise
 from helpers.exercises.cost import EncoderCacheExercise
 from helpers.exercises.order import CausalOrderExercise, PositionsMeanExercise, ReversedSourceExercise
 from helpers.exercises.current import (KVCacheBytesExercise, RopeLayoutExercise, RopePairExercise, WindowGrowthExercise,
@@ -96,9 +97,9 @@ __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
     "SoftmaxGradientExercise", "ZeroGradientExercise",
-    "MaskedRowSumsExercise",
+    "MaskedRowSumsExercise", "FillExercise", "ScoreRankExercise",
     "run_with_your_attention", "ModelVerdict",
-    "KeyDesignExercise", "HeatmapClaimExercise",
+    "KeyDesignExercise", "HeatmapClaimExercise", "AddedWordExercise",
     "LeanOnExercise", "LongKeyCauseExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
     "LayoutExercise",
     "EncoderCacheExercise",

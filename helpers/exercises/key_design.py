@@ -1,4 +1,5 @@
-"""Exercises of understanding: design W_K so that a query prefers a word (notebook 01); what a heatmap supports (01).
+"""Exercises of understanding: design W_K so that a query prefers a word (notebook 01); what a heatmap
+supports (01); what a new word does to the old weights (01).
 
 Many matrices W_K are right, so :class:`KeyDesignExercise` checks the
 property a right answer must have (the query's weight on one word above its
@@ -19,7 +20,7 @@ from helpers.attention import softmax
 from helpers.exercises.base import ChoiceExercise, _Exercise, _index, _matrix
 from helpers.exercises.feedback import Feedback, _fmt, _read
 
-__all__ = ["KeyDesignExercise", "HeatmapClaimExercise"]
+__all__ = ["KeyDesignExercise", "HeatmapClaimExercise", "AddedWordExercise"]
 
 
 def _line(x):
@@ -313,3 +314,61 @@ class HeatmapClaimExercise(ChoiceExercise):
         super().__init__("Which claim does the heatmap of the weights support?", options, "c", why=why,
                          hint="Ask of each claim: is it about the numbers in the cells, or about intent, importance "
                               "or a change the heatmap never made?")
+
+
+class AddedWordExercise(ChoiceExercise):
+    """Predict what a new word in the sentence does to a query's weights on the old words (notebook 01).
+
+    X: (n, d_model) the sentence's word vectors; W_Q, W_K: the projections; tokens: the n words; new: the new
+    word's vector, appended as row n; new_token: its name; query: the word whose row is asked. The right
+    option is measured: the query's row is computed with scaled dot-product attention over the n old words
+    and over the n + 1, and the claim that matches the ratios new / old is the answer (one factor for every
+    old word, below 1, is what a softmax gives: the old exponentials stay, their total grows by the new
+    one). Feedback keys: None; ``like_attracts`` (a word like the new one gains), ``old_weights_kept``
+    (the query did not change, so nor do its weights), ``only_neighbours_fall`` (only words like the new
+    one lose); ``not_a_choice``. Raises ValueError, naming the argument, for shapes that do not fit.
+    """
+
+    named = {"b": "like_attracts", "c": "old_weights_kept", "d": "only_neighbours_fall"}
+
+    def __init__(self, X, W_Q, W_K, tokens, new, new_token, query):
+        X, W_Q, W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
+        new = np.asarray(new, dtype=float)
+        if new.shape != (X.shape[1],):
+            raise ValueError(f"new must be one word vector of {X.shape[1]} numbers; got shape {new.shape}")
+        tokens = [str(t) for t in tokens]
+        if len(tokens) != len(X):
+            raise ValueError(f"tokens must name the {len(X)} rows of X; got {len(tokens)} names")
+        i = _index(tokens, query, "query")
+        X_new = np.vstack([X, new])
+        rows = []
+        for words in (X, X_new):
+            scores = (words[i] @ W_Q) @ (words @ W_K).T / np.sqrt(W_K.shape[1])
+            rows.append(softmax(scores))
+        old, with_new = rows
+        ratio = with_new[:len(X)] / old
+        like = int(np.argmax((X @ new) / (np.linalg.norm(X, axis=1) * np.linalg.norm(new) + 1e-300)))
+        one_factor = np.allclose(ratio, ratio[0]) and ratio[0] < 1
+        claims = {"a": one_factor, "b": ratio[like] > 1, "c": np.allclose(ratio, 1.0),
+                  "d": not one_factor and np.any(np.isclose(ratio, 1.0)) and np.any(ratio < 1)}
+        answer = next((k for k, holds in claims.items() if holds), "a")
+        f, w = float(ratio[0]), float(with_new[-1])
+        super().__init__(
+            question=(f"'{new_token}' joins the sentence as its last word. What happens to the weights "
+                      f"'{query}' gives the {len(X)} words it read before?"),
+            options={"a": "all fall by one factor",
+                     "b": f"'{tokens[like]}', the word most like '{new_token}', gains",
+                     "c": "none changes: the old scores are unchanged",
+                     "d": f"only words like '{new_token}' lose weight"},
+            answer=answer,
+            why={"a": (f"Every old score stays, so does its exponential; only their total grows, by the new word's. "
+                       f"Each old weight is multiplied by {_fmt(f)}, so their ratios stay, and '{new_token}' takes "
+                       f"the {_fmt(w)} they gave up."),
+                 "b": (f"No old weight can rise: the old exponentials stay, their total grows. A word like "
+                       f"'{new_token}' gains nothing from the likeness; its weight falls like the others'."),
+                 "c": (f"The old scores do not change, but the softmax divides by the total over every key, and "
+                       f"'{new_token}' adds to it: each old weight falls, to {_fmt(f)} of what it was."),
+                 "d": ("A weight does not know which words are alike: every old weight is divided by the same "
+                       "larger total.")},
+            hint=(f"Which of the old scores does '{new_token}' change? Then, what does the softmax divide each "
+                  "exponential by?"))

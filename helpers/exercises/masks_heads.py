@@ -1,9 +1,12 @@
-"""Exercises of notebooks 04 and 05: the row sums of a mask applied after the softmax, split_heads, counting weights,
-what changing num_heads changes;
+"""Exercises of notebooks 04 and 05: the row sums of a mask applied after the softmax, a large negative fill in
+place of -inf (04); counting weights, what changing num_heads changes, the rank of one head's scores (05);
+split_heads by hand (kept for instructors: 05 builds split_heads);
 and the combined causal and padding mask of a batch, which no notebook asks since notebook 04 builds the masks
 (kept for instructors)."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -13,6 +16,7 @@ from helpers.inputs import refuse_masked_array
 
 __all__ = [
     "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "MaskedRowSumsExercise", "HeadsChangeExercise",
+    "FillExercise", "ScoreRankExercise",
 ]
 
 
@@ -315,9 +319,8 @@ class MaskedRowSumsExercise(_NumericExercise):
              f"sum each row, .sum(axis=-1), one number per query ({n_q} in all).", np.where(mask, weights, 0.0)),
         ])
         names = _Names(names, {"weights": "weights", "mask": "mask"})
-        self.hint_text = ("A zeroed weight adds nothing to its row, and nothing divides the row again afterwards. "
-                          "So each row sums to the unmasked weights of the keys it may still read. Which keys "
-                          "does the mask leave each query?")
+        self.hint_text = ("Zeroing divides nothing again: each row sums to the unmasked weights of the keys it may "
+                          "still read. Which keys are those, for each query?")
         self.solution_text = _code([
             (f"my_kept = np.where({names['mask']}, {names['weights']}, 0.0)", "the hidden weights zeroed, nothing divided"),
             ("answer = my_kept.sum(axis=-1)", _fmt(kept)),
@@ -388,3 +391,132 @@ class HeadsChangeExercise(ChoiceExercise):
         if fb.mistake and fb.mistake.startswith("chose_"):
             return Feedback(False, self.NAMED.get(fb.mistake[len("chose_"):], fb.mistake), fb.text)
         return fb
+
+
+def _short(x):
+    """A number as a person writes it: -1e9, not -1e+09."""
+    return re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{x:g}")
+
+
+def _plain_softmax(row):
+    """A softmax that subtracts the row's maximum and nothing else: no guard for a row of -inf."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(row - row.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+class FillExercise(ChoiceExercise):
+    """Predict what a large negative fill in place of -inf does to a row that still has keys left (notebook 04).
+
+    scores: one query's scaled scores (n_k,); allowed: booleans (n_k,), True = may attend, at least one True;
+    fill: the number the hidden scores get instead of -inf (default -1e9); query: the query's name. The right
+    option is measured: a plain softmax (the maximum subtracted) of the row filled with ``fill`` is set beside
+    the same with -inf. For -1e9 and ordinary scores the two are equal to every digit (exp of -1e9 minus the
+    maximum is exactly 0 in float64); the spread-out row and the NaN of a row with NO key left do not carry
+    over. Feedback keys: None; ``uniform_like_empty_row``, ``nan_like_empty_row``, ``fill_leaks``;
+    ``not_a_choice``. Raises ValueError, naming the argument, for a row with no key allowed or shapes that
+    do not fit.
+    """
+
+    named = {"b": "uniform_like_empty_row", "c": "nan_like_empty_row", "d": "fill_leaks"}
+
+    def __init__(self, scores, allowed, fill=-1e9, query="this query"):
+        scores = np.asarray(scores, dtype=float)
+        refuse_masked_array(allowed, "allowed")
+        allowed = np.asarray(allowed)
+        if scores.ndim != 1 or not np.all(np.isfinite(scores)):
+            raise ValueError(f"scores must be one query's finite scores, shape (n_k,); got shape {scores.shape}")
+        if allowed.dtype != bool or allowed.shape != scores.shape:
+            raise ValueError(f"allowed must be booleans of the scores' shape {scores.shape}; "
+                             f"got dtype {allowed.dtype}, shape {allowed.shape}")
+        if not allowed.any():
+            raise ValueError("allowed must leave the query at least one key (True); got none")
+        fill = float(fill)
+        shown = _short(fill)
+        with_fill = _plain_softmax(np.where(allowed, scores, fill))
+        with_inf = _plain_softmax(np.where(allowed, scores, -np.inf))
+        n_k = len(scores)
+        if np.array_equal(with_fill, with_inf):
+            answer = "a"
+        elif np.allclose(with_fill, 1.0 / n_k):
+            answer = "b"
+        elif np.isnan(with_fill).any():
+            answer = "c"
+        else:
+            answer = "d"
+        hidden = float(with_fill[~allowed].max()) if (~allowed).any() else 0.0
+        self.with_fill, self.with_inf = with_fill, with_inf      # measured, for a test to read
+        super().__init__(
+            question=(f"The row of '{query}' keeps {int(allowed.sum())} of its {n_k} keys. Its hidden scores get "
+                      f"{_short(fill)} instead of -inf, then a plain softmax (the maximum subtracted). Its weights?"),
+            options={"a": "the same as with -inf, exactly",
+                     "b": f"even, 1/{n_k} each, like the pad row",
+                     "c": "NaN, like the -inf pad row",
+                     "d": "nearly the same, hidden keys above 0"},
+            answer=answer,
+            why={"a": (f"The row's maximum is a real score, so a hidden key's exponential is exp({shown} minus about "
+                       f"{_fmt(float(scores[allowed].max()))}): below the smallest float, exactly 0. Only a row with "
+                       "no key left tells the fills apart."),
+                 "b": ("The pad row spread evenly because every score in it was the fill: equal scores, equal "
+                       "weights. Here the maximum is a real score, and the fill sits far below it."),
+                 "c": ("NaN came from -inf minus -inf, the maximum of a row with nothing left. Here the maximum is "
+                       "a real, finite score, so nothing is undefined."),
+                 "d": (f"The largest hidden weight is {_fmt(hidden)}. " + (
+                       "A fill that far below the real scores underflows: its exponential is not small but 0."
+                       if answer != "d" else "This fill is close enough to the real scores to keep some weight."))},
+            hint="Which entry of this row is its maximum? Then how large is exp(fill - maximum) in float64?")
+
+
+class ScoreRankExercise(_NumericExercise):
+    """The largest rank one head's (n, n) scores Q K^T can have in a layer of another model's sizes (notebook 05).
+
+    n: tokens; d_model: width; num_heads: heads (it must divide d_model, d_k = d_model / num_heads);
+    distinct: how many different token vectors the n tokens hold (default n; fewer when words repeat and no
+    position is added, so rows of Q and K repeat). One head's scores are an (n, d_k) matrix times a (d_k, n)
+    one, and equal tokens give equal rows, so the rank is at most min(distinct, d_k) (Bhojanapalli et al.
+    2020, the low-rank bottleneck); random vectors reach it. The checker names d_k alone, n alone, d_model
+    (the head read as the whole width) and n x n (the entries, not the rank), each dropped where these
+    inputs do not tell it apart.
+    """
+
+    def __init__(self, n, d_model, num_heads, distinct=None):
+        n, d_model, num_heads = _whole(n, "n"), _whole(d_model, "d_model"), _whole(num_heads, "num_heads")
+        distinct = n if distinct is None else _whole(distinct, "distinct")
+        if d_model % num_heads:
+            raise ValueError(f"num_heads must divide d_model = {d_model}; got {num_heads}")
+        if distinct > n:
+            raise ValueError(f"distinct must be at most n = {n} (the tokens hold no more vectors than tokens); "
+                             f"got {distinct}")
+        d_k = d_model // num_heads
+        self.n, self.d_model, self.num_heads, self.d_k, self.distinct = n, d_model, num_heads, d_k, distinct
+        bound = min(distinct, d_k)
+        self.expected = np.asarray(float(bound))
+        self.atol = 0.5
+        self.shape_note = "a rank is one whole number"
+        self.title = f"the largest rank of one head's {n} x {n} scores"
+        rows = (f"only {distinct} of the {n} rows of Q and K differ (a repeated token gives a repeated row), and a "
+                "repeated row adds nothing to the rank" if distinct < n else
+                f"the scores are {n} × {n}: a matrix has no more independent rows than it has rows")
+        self._set_variants([(k, m, np.asarray(float(v))) for k, m, v in [
+            ("rank_is_d_k", f"That is d_k = {d_k}, the bound of the queries' width. But {rows}.", d_k),
+            ("rank_is_n",
+             f"That is n = {n}, the size of the matrix. But "
+             + (f"{rows}." if distinct < n else f"each score is a dot product of d_k = {d_k} numbers: every row "
+                f"is a mix of the same {d_k} rows of K, so the rank is at most d_k."), n),
+            ("rank_is_d_model",
+             f"That is d_model = {d_model}, the layer's width. One head sees only its slice: "
+             f"d_k = {d_model} / {num_heads} = {d_k} features.", d_model),
+            ("entries_not_rank",
+             f"That is n × n = {n * n:,}, the number of scores. The rank counts independent rows.", n * n),
+        ]])
+        self.hint_text = ("What is d_k here? One head's scores are (n × d_k) times (d_k × n). How many of Q's rows "
+                          "are different, and which size limits the number of independent rows?")
+        self.solution_text = _code([
+            (f"my_d_k = {d_model} // {num_heads}", f"d_k = {d_k}"),
+            (f"answer = min({distinct}, my_d_k)" if distinct < n else f"answer = min({n}, my_d_k)",
+             f"rank at most {bound}"),
+        ])
+        self.correct_note = (f"At most {bound}: " + (
+            f"only {distinct} different rows, so a head of d_k = {d_k} cannot use its width." if distinct < min(n, d_k)
+            else f"each head's scores mix only {d_k} patterns." if d_k <= min(n, distinct)
+            else "the sentence is shorter than a head is wide, so n is the limit, not d_k."))

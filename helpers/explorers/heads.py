@@ -121,7 +121,7 @@ def heads_state(num_heads=8, d_model=HEADS_D_MODEL, tokens=HEADS_TOKENS, seed=0,
 
 def _draw_heads(state):
     tables = [weights_table_html(w, state.tokens, state.tokens, decimals=2, cell_width=34, font_size=11,
-                                 title=f"head {h + 1} · entropy {state.head_entropy[h]:.2f}", colour_bar=(h == 0))
+                                 title=f"head {h} · entropy {state.head_entropy[h]:.2f}", colour_bar=(h == 0))
               for h, w in enumerate(state.weights)]
     return html_grid(tables)
 
