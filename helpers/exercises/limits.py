@@ -71,6 +71,16 @@ def _number(value, name, low, high, whole=False):
     return int(value) if whole else float(value)
 
 
+def _seeds(seeds):
+    """An instructor's seeds: a list of 1 to 10 whole numbers >= 0 (or ValueError naming seeds)."""
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"seeds must be a list of 1 to 10 whole numbers >= 0; got {seeds!r}")
+    seeds = [_number(s, "each of seeds", 0, 2 ** 32 - 1, whole=True) for s in seeds]
+    if not 1 <= len(seeds) <= 10:
+        raise ValueError(f"seeds must be a list of 1 to 10 whole numbers >= 0; got {len(seeds)} of them")
+    return seeds
+
+
 def the_one_that_keeps(lowest, keep):
     """The one layout whose lowest final residual is at least ``keep``, or ValueError saying how many do.
 
@@ -118,11 +128,7 @@ class LayoutExercise(ChoiceExercise):
         num_layers = _number(num_layers, "num_layers", 1, 64, whole=True)
         scale = _number(scale, "scale", 0.1, 10.0)
         keep = _number(keep, "keep", 0.0, 1.0)
-        if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
-            raise ValueError(f"seeds must be a list of 1 to 10 whole numbers >= 0; got {seeds!r}")
-        seeds = [_number(s, "each of seeds", 0, 2 ** 32 - 1, whole=True) for s in seeds]
-        if not 1 <= len(seeds) <= 10:
-            raise ValueError(f"seeds must be a list of 1 to 10 whole numbers >= 0; got {len(seeds)} of them")
+        seeds = _seeds(seeds)
         self.lowest = {layout: min(float(stack_residuals(X, num_layers, layout, num_heads=num_heads, scale=scale,
                                                          seed=s).residual[-1]) for s in seeds)
                        for layout in LAYOUTS}
@@ -269,11 +275,7 @@ class RandomStackExercise(ChoiceExercise):
         collapsed = _number(collapsed, "collapsed", 1e-12, trained)
         num_layers = _number(num_layers, "num_layers", 1, 64, whole=True)
         scale = _number(scale, "scale", 0.1, 10.0)
-        if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
-            raise ValueError(f"seeds must be a list of 1 to 10 whole numbers >= 0; got {seeds!r}")
-        seeds = [_number(s, "each of seeds", 0, 2 ** 32 - 1, whole=True) for s in seeds]
-        if not 1 <= len(seeds) <= 10:
-            raise ValueError(f"seeds must be a list of 1 to 10 whole numbers >= 0; got {len(seeds)} of them")
+        seeds = _seeds(seeds)
         self.ends = [float(stack_residuals(X, num_layers, "post-LN", num_heads=num_heads, scale=scale,
                                            seed=s).residual[-1]) for s in seeds]
         bins = {"a" if r < collapsed else "b" if r <= trained else "c" for r in self.ends}
