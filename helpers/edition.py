@@ -21,8 +21,12 @@ Jupyter server sets for every kernel it starts (JupyterLab, a hub). A
 kernel started without it (nbval, nbclient, a script) counts as running a
 notebook whose solutions are withheld, unless it is given ``notebook=``.
 
-Withholding is a courtesy, not a lock: the helpers a student imports
-compute every answer, and ``ex.solution_text`` holds the text.
+An edition also lists the pieces whose worked function it withholds
+(``"withheld_pieces"``): the tool ships the workbook's stub in place of each
+in the edition's helpers/checkers/solutions.py, and :func:`piece_withheld`
+tells ``solution(piece)`` so. Withholding is a courtesy, not a lock: the
+checkers compute every answer from the inputs with the course's own
+functions, which a student can read, and ``ex.solution_text`` holds the text.
 Imports nothing of the helpers package but helpers/paths.py.
 """
 
@@ -35,7 +39,7 @@ from pathlib import Path
 from helpers.paths import _is_course_folder   # the one rule for what a course folder is
 
 __all__ = ["EDITION_FILE", "KEEP_SOLUTIONS", "edition_settings", "current_notebook", "solutions_withheld",
-           "withheld_text"]
+           "piece_withheld", "withheld_text"]
 
 EDITION_FILE = "edition.json"
 """The file at the top of a student edition that holds its settings."""
@@ -50,8 +54,9 @@ def edition_settings(start=None):
 
     Looks in ``start`` and its parents for :data:`EDITION_FILE`, and stops at the first course folder
     (one holding data/ and notebooks/) without one. Returns the file's settings as a dict with at least
-    ``"edition"`` and ``"keep_solutions"`` (a list of notebook file names), or {} for the instructor's
-    course. A file that cannot be read counts as a student edition that keeps no solution.
+    ``"edition"``, ``"keep_solutions"`` (a list of notebook file names) and ``"withheld_pieces"`` (the pieces
+    whose worked function the edition does not ship), or {} for the instructor's course. A file that cannot
+    be read counts as a student edition that keeps no solution.
     """
     here = Path.cwd() if start is None else Path(start)
     try:
@@ -64,9 +69,11 @@ def edition_settings(start=None):
             try:
                 settings = json.loads(path.read_text(encoding="utf-8"))
                 kept = [str(name) for name in settings.get("keep_solutions", [])]
+                pieces = [str(name) for name in settings.get("withheld_pieces", [])]
             except (OSError, ValueError, AttributeError, TypeError):
-                settings, kept = {}, []
-            return {**settings, "edition": str(settings.get("edition", "student")), "keep_solutions": kept}
+                settings, kept, pieces = {}, [], []
+            return {**settings, "edition": str(settings.get("edition", "student")), "keep_solutions": kept,
+                    "withheld_pieces": pieces}
         if _is_course_folder(folder):
             return {}
     return {}
@@ -86,6 +93,12 @@ def solutions_withheld(notebook=None, start=None):
         return False
     notebook = current_notebook() if notebook is None else Path(str(notebook)).name
     return notebook not in settings["keep_solutions"]
+
+
+def piece_withheld(piece, start=None):
+    """Whether this edition ships no worked function of ``piece`` (its settings' ``withheld_pieces``): then
+    ``solution(piece)`` says withheld even in a notebook that keeps its solutions. False in the instructor's course."""
+    return str(piece) in edition_settings(start).get("withheld_pieces", [])
 
 
 def withheld_text(what, where):

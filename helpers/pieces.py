@@ -56,7 +56,7 @@ from helpers.positions import apply_rope as course_apply_rope                 # 
 from helpers.depth import layer_norm as course_layer_norm                     # notebook 07
 from helpers.checkers import checker_layer_norm
 
-__all__ = ["piece", "clear_cache", "CHOICES", "USES"]
+__all__ = ["piece", "clear_cache", "this_notebook", "CHOICES", "USES"]
 
 CHOICES = ("softmax", "attention",
            "causal_mask", "padding_mask")              # notebook 04
@@ -131,7 +131,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
 
     Prints one line (unless quiet): "your softmax", "your softmax (in
     float32)", "the course's softmax (yours: not attempted yet)", "the
-    course's softmax (yours: no_max_subtraction; see Build it in notebook 01)",
+    course's softmax (yours: no_max_subtraction; see Build it in notebook 01)" (in notebook 01 itself:
+    "see the Build it above", :func:`this_notebook`),
     "the course's softmax (as asked)", "the course's attention (yours with
     masks and batches: mask_after_softmax; see Build it in notebook 04)", ...
 
@@ -150,7 +151,7 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
             raise ValueError(f"piece({name!r}) takes no {key}= option")
     options = {k: bool(v) for k, v in {"masks": masks, "batches": batches}.items() if k in _OPTIONS[name]}
     if use == "course":
-        fn, mine, line = None, False, f"the course's {name} (as asked)"
+        fn, mine, line = None, False, f"the course's {_COURSE_NAMES.get(name, name)} (as asked)"
     else:
         fn, missing = _workbook_function(name, workbook)
         verdict, dtype = (None, None) if fn is None else _diagnosis(fn, name, options)
@@ -160,6 +161,52 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
     if not quiet:
         print(line)
     return _adapt(name, fn, options) if mine else _course(name, options)
+
+
+_here = {"notebook": None}     # the running notebook, "notebook 06", as this_notebook() was told
+
+
+def this_notebook(number):
+    """Tell :func:`piece` which notebook runs it (its setup cell: ``this_notebook("06")``), so that a wrong piece
+    built in this notebook is sent to "the Build it above" rather than to "Build it in notebook 06".
+
+    number: the notebook's two digits ("06"), its number (6) or its file name ("06_order_and_position.ipynb");
+    None forgets it. Without it, the notebook is read from the Jupyter session (JupyterLab's JPY_SESSION_NAME,
+    VS Code's __vsc_ipynb_file__) when there is one. ValueError for anything else.
+    """
+    if number is None:
+        _here["notebook"] = None
+        return
+    found = _notebook_of(number)
+    if found is None:
+        raise ValueError(f"number must be a notebook's number such as '06' or its file name; got {number!r}")
+    _here["notebook"] = found
+
+
+def _notebook_of(value):
+    """'notebook NN' for 6, '06' or a path whose file name starts with two digits and '_'; else None."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value <= 99:
+        return f"notebook {int(value):02d}"
+    if isinstance(value, str):
+        match = re.fullmatch(r"(\d\d)", value) or re.match(r"(\d\d)_", os.path.basename(value))
+        if match:
+            return f"notebook {match.group(1)}"
+    return None
+
+
+def _current_notebook():
+    """The running notebook as 'notebook NN': as this_notebook() said, else as the Jupyter session names it."""
+    if _here["notebook"] is not None:
+        return _here["notebook"]
+    names = [os.environ.get("JPY_SESSION_NAME")]
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    names += [getattr(shell, "user_ns", {}).get(key) for key in ("__session__", "__vsc_ipynb_file__")]
+    return next((found for found in map(_notebook_of, names) if found), None)
+
+
+def _see(where):
+    """Where to look for a piece's Build it: 'the Build it above' in the notebook that builds it."""
+    return "see the Build it above" if where == _current_notebook() else f"see Build it in {where}"
 
 
 def clear_cache():
@@ -253,23 +300,24 @@ def _probe_dtype(fn, name):
 
 def _line(name, fn, missing, verdict, dtype, mine, options):
     """The line that says whose function runs, and why not yours."""
+    course = _COURSE_NAMES.get(name, name)          # what runs when yours does not: the course's KVCache for 08's step
     if fn is None:
-        return f"the course's {name} (yours: {missing})"
+        return f"the course's {course} (yours: {missing})"
     odd = dtype not in (None, np.float64)
     if mine:
         if not verdict.correct:
             return f"your {name} (diagnose: {verdict.mistake})"
         return f"your {name}" + (f" (in {np.dtype(dtype).name})" if odd else "")
     if verdict.correct:      # right, but in float32 where the cell needs float64's digits
-        return f"the course's {name} (yours is {np.dtype(dtype).name}; this cell needs float64)"
+        return f"the course's {course} (yours is {np.dtype(dtype).name}; this cell needs float64)"
     if verdict.mistake == "not_attempted":
-        return f"the course's {name} (yours: not attempted yet)"
+        return f"the course's {course} (yours: not attempted yet)"
     built = re.findall(r"notebook \d\d", BUILT_IN.get(_WORKBOOK_NAMES.get(name, name), ""))   # where it is built, and where masks come
     stage = {(True, False): "with a mask", (False, True): "with a batch", (True, True): "with masks and batches"}.get(
         (options.get("masks", False), options.get("batches", False)))
     if stage and _diagnosis(fn, name, {"masks": False, "batches": False})[0].correct:   # right in notebook 01's stage
-        return f"the course's {name} (yours {stage}: {verdict.mistake}; see Build it in {built[-1]})"
-    return f"the course's {name} (yours: {verdict.mistake}; see Build it in {built[0]})"
+        return f"the course's {course} (yours {stage}: {verdict.mistake}; {_see(built[-1])})"
+    return f"the course's {course} (yours: {verdict.mistake}; {_see(built[0])})"
 
 
 # --------------------------------------------------------------------------
@@ -601,6 +649,9 @@ _TILING = {"online_softmax_update": (_adapt_online_step, course_online_step),
 _FURTHER = {}
 """Notebook 09's and 10's pieces: name -> (the adapter of yours, the course's function, a small input to read
 the dtype of yours on)."""
+_COURSE_NAMES = {"kv_cache_step": "KVCache"}
+"""A piece whose course version has another name: notebook 08's step runs in helpers.tiling's KVCache class, so the
+line says "the course's KVCache (yours: ...)" (nbval_sanitize.cfg's second regex folds it as kv_cache_step's)."""
 _WORKBOOK_NAMES = {}
 """A piece whose function has another name in the workbook (notebook 10's rope: apply_rope)."""
 

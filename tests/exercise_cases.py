@@ -17,6 +17,17 @@ import sys
 import nbformat
 
 PHRASES = {
+    "rows_follow_keys": "the rows are the target's queries",
+    "keys_order_matters": "does not depend on the order of its terms",
+    "mean_ignores_order": "Without positions it does",
+    "same_positions": "added to other words",
+    "max_only_cancels": "It cancels only while",
+    "underflow": "too large, not too small",
+    "read_out_frozen": "The read-out's own gradient",
+    "all_learn": "Everything below the read-out",
+    "values_learn": "W_V's gradient comes through the read-out",
+    "grows_like_n_squared": "That is the causal mask's growth",
+    "window_fixed_total": "twice as many query blocks",
     None: "Correct!",
     "not_attempted": "Not attempted yet",
     "not_numbers": "not numbers",
@@ -104,6 +115,7 @@ PHRASES = {
     "std_not_variance": "standard deviation",
     "after_scaling": "after dividing the score",
     "squared_width": "not d_k squared",
+    "unit_variances": "d_k alone",
     "not_boolean": "True/False values",
     "or_for_and": "| (or)",
     "diagonal_masked": "diagonal is missing",
@@ -146,6 +158,13 @@ PHRASES = {
     "chose_neither": "Not quite",
     "width_saturates": "Wide keys saturate only",
     "nearest_value": "but also takes a little of every other value",
+    # notebook 02 after issue 33: why rows read a word (a cause to choose), a query's question in another width
+    "position": "carry no position",
+    "value_given": "do not enter the weights",
+    "query_itself": "itself, q = x_",
+    "key_of_query": "not what it asks",
+    "W_Q_twice": "by W_Q again",
+    "scores_given": "one number per word",
     # notebook 07's layout exercise (issue 21 sec. 4)
     "fresh_weights_separate": "Each layer draws fresh weights",
     "skip_guarantees": "their bound no longer forces a collapse",
@@ -318,56 +337,17 @@ CASES = {
             ("shape", "answer = [[5, -3]]", "Try np.asarray(answer).reshape(2,)"),
             (None, "answer = (X_m[interest_m] @ W_Q).astype(int)"),
             ("type", "answer = int", "`int`"),
-            ("other_exercise", "answer = [0.119, 3.612]", "the output of 'The'"),
+            ("other_exercise", "answer = [3, 2, 4]", "scores every word"),
         ],
-        "ex_output": [
-            (None, "answer = W_m[the_m] @ V_m"),
-            (None, "answer = np.round(W_m[the_m], 3) @ V_m"),
+        "ex_cause": [
+            (None, "answer = 'b'", "'interest' asks [5, -3] and scores 'raised' 20"),   # by hand: [5, -3] . [4, 0]
+            (None, "answer = '(B)'"),
             ("not_attempted", "answer = ..."),
-            ("mixed_embeddings", "answer = W_m[the_m] @ X_m"),
-            ("mixed_keys", "answer = W_m[the_m] @ K_m"),
-            ("mixed_scores", "answer = (Q_m @ K_m.T)[the_m] / np.sqrt(2) @ V_m"),
-            ("no_scaling", "s = (Q_m @ K_m.T)[the_m]\nw = np.exp(s) / np.exp(s).sum()\nanswer = w @ V_m"),
-            ("plain_average", "answer = V_m.mean(axis=0)"),
-            ("plain_sum", "answer = V_m.sum(axis=0)"),
-            ("all_outputs", "answer = W_m @ V_m"),
-            ("shape", "answer = (W_m[the_m] @ V_m).reshape(1, 2)"),
-            (None, "s = Q_m[the_m] @ K_m.T / np.sqrt(2)\ne = np.exp(s)\nanswer = e / e.sum() @ V_m"),
-            ("column_not_row", "answer = W_m[:, the_m] @ V_m"),
-            ("nearest_value", "answer = [0, 4]", "0.89 of its weight"),
-            ("divided_by_d_k", "s = (Q_m @ K_m.T)[the_m] / 2\nw = np.exp(s) / np.exp(s).sum()\nanswer = w @ V_m"),
-            ("rounded", "answer = [0.1, 3.6]", "1 decimal"),
-            ("other_exercise", "answer = np.array([5.0, -3.0])", "the query of 'interest'"),
-            ("different", "answer = out_m[bank_m]"),   # bank's output, printed in section 7, is not The's
-        ],
-        "ex_attention": [
-            (None, _THREE + "\ns = Q @ K.T / np.sqrt(K.shape[-1])\ne = np.exp(s - s.max(axis=-1, keepdims=True))\n"
-             "answer = e / e.sum(axis=-1, keepdims=True)"),
-            ("not_attempted", "answer = ..."),
-            ("no_scaling", _THREE + "\ne = np.exp(Q @ K.T)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("sqrt_d_model",
-             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(X3.shape[1]))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("divided_by_d_k", _THREE + "\ne = np.exp(Q @ K.T / 2)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("wrong_axis", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum(axis=0, keepdims=True)"),
-            ("wrong_axis", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum(axis=0)"),
-            ("transposed_scores",
-             _THREE + "\ne = np.exp(K @ Q.T / np.sqrt(2))\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("transposed",
-             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = (e / e.sum(axis=1, keepdims=True)).T"),
-            ("exp_not_normalised", _THREE + "\nanswer = np.exp(Q @ K.T / np.sqrt(2))"),
-            ("keepdims_forgotten", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum(axis=1)"),
-            ("whole_matrix_normalised", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.sum()"),
-            ("sum_not_one",
-             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = e / e.max(axis=1, keepdims=True)"),
-            ("shape",
-             _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = (e / e.sum(axis=1, keepdims=True))[0]", "(3, 3)"),
-            ("nan_inf", _THREE + "\ne = np.exp(Q @ K.T * 1000)\nanswer = e / e.sum(axis=1, keepdims=True)", "NaN"),
-            ("divided_by_d_model", _THREE + "\ne = np.exp(Q @ K.T / 3)\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("divided_by_d_model",
-             _THREE + "\ne = np.exp(Q @ K.T / X3.shape[1])\nanswer = e / e.sum(axis=1, keepdims=True)"),
-            ("no_softmax", _THREE + "\nanswer = Q @ K.T / np.sqrt(2)", "scaled scores"),
-            ("raw_scores", _THREE + "\nanswer = Q @ K.T"),
-            ("rounded", _THREE + "\ne = np.exp(Q @ K.T / np.sqrt(2))\nanswer = np.round(e / e.sum(axis=1, keepdims=True), 2)"),
+            ("position", "answer = 'a'", "carry no position"),
+            ("value_given", "answer = 'c'", "decide only what the output mixes"),
+            ("similar_vector", "answer = 'd'", "-0.32"),       # by hand: (3, -1) . (0, 2) / (sqrt(10) * 2)
+            ("not_a_choice", "answer = 'e'"),
+            ("not_a_choice", "answer = 2"),
         ],
         "ex_lean": [
             (None, "answer = 'canal'"),
@@ -381,20 +361,19 @@ CASES = {
             (None, "answer = 'CANAL'"),                                                     # any case
             ("not_a_choice", "answer = 3"),
         ],
-        "ex_design": [
-            (None, "answer = np.array([[1.0, 0.0], [0.0, -1.0]])", "'The' 0.768"),   # u = W_K q = (1, -3)
-            (None, "answer = [[0, 0], [-0.4, -1.2]]", "than on any other word"),
+        "ex_question": [
+            (None, "answer = W_K3 @ (X3[bank3] @ W_Q3)"),
+            (None, "answer = (X3[bank3] @ W_Q3) @ W_K3.T"),                 # the same products
+            (None, "answer = [3, 2, 4]", "'bank' 7, 'lends' 2, 'money' 5"),   # by hand: q = [3, 1], W_K3 q
             ("not_attempted", "answer = ..."),
-            ("unchanged", "answer = W_K.copy()", "prefers 'river'"),
-            ("scaled_all", "answer = 3 * W_K", "multiplied by 3"),
-            ("scaled_all", "answer = W_K / 10"),
-            ("itself", "answer = -W_K"),                                # scores -4, -2, -10: bank's own key
-            ("still_prefers", "answer = W_K.T", "'river' 0.996"),       # scores 7, 1, 15 for The, bank, river
-            ("tie", "answer = np.zeros((2, 2))", "every other word tie"),
-            ("keys_given", "answer = X_r @ W_K"),
-            ("shape", "answer = W_K[0]", "(2, 2)"),
-            ("not_numbers", "answer = 'W_K'"),
-            ("nan_inf", "answer = W_K * np.nan"),
+            ("query_itself", "answer = X3[bank3] @ W_Q3", "d_k = 2"),
+            ("key_of_query", "answer = X3[bank3] @ W_K3"),
+            ("W_Q_twice", "answer = W_Q3 @ (X3[bank3] @ W_Q3)"),
+            ("scores_given", "answer = X3 @ W_K3 @ (X3[bank3] @ W_Q3)"),
+            ("already_scaled", "answer = W_K3 @ (X3[bank3] @ W_Q3) / np.sqrt(2)"),
+            ("shape", "answer = [3, 2]", "d_model = 3 numbers"),
+            ("different", "answer = [3, 1, 4]"),
+            ("nan_inf", "answer = [3, np.nan, 4]", "NaN"),
         ],
     },
     "06_order_and_position.ipynb": {
@@ -411,29 +390,17 @@ CASES = {
             ("shape", "answer = out[perm_ex][0]", "the row of 'flooded' alone"),
             ("rounded", "answer = np.round(out[perm_ex], 1)", "1 decimal"),
             ("different", "answer = out[perm_ex] + 0.1"),
-            ("other_exercise", "answer = -0.8186", "PE[8, 3]"),
             ("not_numbers", "answer = 'out[perm_ex]'", "Remove the quotes"),
         ],
-        "ex_entry": [
-            (None, "answer = np.cos(8 / 10000 ** (2 / 16))"),
-            (None, "answer = -0.8186", "cos(2.53 rad) = -0.8186"),      # the exact value and its angle, computed
-            (None, "answer = -0.819"),                                  # three decimals, as the exercise asks
-            ("rounded", "answer = -1", "rounded to whole numbers"),     # -1 = cos(pi), not PE[8, 3]
-            ("rounded", "answer = -0.8", "1 decimal"),
-            (None, "answer = sinusoidal_positional_encoding(9, 16)[8, 3]"),
+        "ex_source": [
+            (None, "answer = 'a'"),
+            (None, "answer = ' (A) '"),
+            (None, "answer = 'each keeps its output'"),
             ("not_attempted", "answer = ..."),
-            ("sin_cos_swapped", "answer = np.sin(8 / 10000 ** (2 / 16))"),
-            ("degrees", "answer = np.cos(np.radians(8 / 10000 ** (2 / 16)))"),
-            ("column_as_i", "answer = np.cos(8 / 10000 ** (2 * 3 / 16))"),
-            ("exponent_i_over_d", "answer = np.cos(8 / 10000 ** (1 / 16))"),
-            ("two_i_plus_one", "answer = np.cos(8 / 10000 ** (3 / 16))"),
-            ("multiplied", "answer = np.cos(8 * 10000 ** (2 / 16))"),
-            ("angle_only", "answer = 8 / 10000 ** (2 / 16)"),
-            ("truncated", "answer = -0.818", "-0.8186 -> -0.819"),         # cut off, not rounded
-            ("sign_flipped", "answer = 0.819", "cos(2.53 rad) = -0.8186"),  # the sign dropped
-            ("different", "answer = 0.5"),
-            ("granularity", "answer = [-0.8186, 0.02]", "entry [0]"),
-            ("not_numbers", "answer = '-0.8186'", "Remove the quotes"),
+            ("rows_follow_keys", "answer = 'b'", "the rows are the target's queries"),
+            ("keys_order_matters", "answer = 'c'", "does not depend on the order of its terms"),
+            ("not_a_choice", "answer = 'd'"),
+            ("not_a_choice", "answer = 3"),
         ],
         "ex_causal_order": [
             (None, "answer = 'c'"),
@@ -443,6 +410,14 @@ CASES = {
             ("chose_b", "answer = 'b'", "does not read the whole sentence"),
             ("not_a_choice", "answer = 'e'"),
             ("not_a_choice", "answer = 2"),
+        ],
+        "ex_mean": [
+            (None, "answer = 'b'"),
+            (None, "answer = 'B'"),
+            ("not_attempted", "answer = ..."),
+            ("mean_ignores_order", "answer = 'a'", "Without positions it does"),
+            ("same_positions", "answer = 'c'", "added to other words"),
+            ("not_a_choice", "answer = 'yes'"),
         ],
     },
     "07_limits.ipynb": {
@@ -501,25 +476,35 @@ CASES = {
             ("not_a_choice", "answer = 'd'"),
             ("not_attempted", "answer = ..."),
         ],
+        "ex_readout": [
+            (None, "answer = 'd'"),
+            (None, "answer = 'W_Q, W_K and W_V'"),
+            ("read_out_frozen", "answer = 'a'", "bank's output is not 0"),
+            ("all_learn", "answer = 'b'", "that product is 0"),
+            ("values_learn", "answer = 'c'", "dL/dV = weights"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_attempted", "answer = ..."),
+        ],
     },
     "03_scaling.ipynb": {
-        "ex_variance": [
-            (None, "answer = 256"),
-            (None, "answer = 256.0"),
+        "ex_variance": [                                   # d_k = 40, var_q = 2, var_k = 3: 40 x 2 x 3 = 240 by hand
+            (None, "answer = 240"),
+            (None, "answer = 240.0"),
             ("not_attempted", "answer = ..."),
-            ("std_not_variance", "answer = 16"),
-            ("after_scaling", "answer = 1"),
-            ("squared_width", "answer = 256 ** 2"),
-            ("measured", "answer = 253", "looks like a measurement"),   # section 1's measured value
+            ("std_not_variance", "answer = 240 ** 0.5"),
+            ("after_scaling", "answer = 6"),
+            ("squared_width", "answer = 40 ** 2 * 6"),
+            ("unit_variances", "answer = 40", "only when every entry has variance 1"),
+            ("measured", "answer = 250", "looks like a measurement"),   # within 10 %: a measured value's noise
             ("different", "answer = 300"),
-            ("shape", "answer = [256]", "The numbers are right"),
-            ("not_numbers", "answer = '256'"),
+            ("shape", "answer = [240]", "The numbers are right"),
+            ("not_numbers", "answer = '240'"),
         ],
         "ex_spread": [
             (None, "answer = 'a'"),
             (None, "answer = '(a)'"),
             ("not_attempted", "answer = ..."),
-            ("variance_for_spread", "answer = 'b'", "square root"),
+            ("variance_for_spread", "answer = 'b'", "square root"),    # factor 9: 'b' is 9 times
             ("no_growth", "answer = 'c'"),
             ("not_a_choice", "answer = 'd'"),
         ],

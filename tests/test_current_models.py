@@ -64,6 +64,14 @@ CASES = {
         ("not_a_choice", "answer = 'e'"),
         ("not_attempted", "answer = ..."),
     ],
+    "ex_growth": [
+        (None, "answer = 'a'"),
+        (None, "answer = 'about twice as many'"),
+        ("grows_like_n_squared", "answer = 'b'"),
+        ("window_fixed_total", "answer = 'c'"),
+        ("not_a_choice", "answer = 'd'"),
+        ("not_attempted", "answer = ..."),
+    ],
 }
 
 # Words each key's printed feedback must contain, so a reader sees the mistake named.
@@ -78,6 +86,7 @@ PHRASES = {
     "self_not_counted": "own position", "windows_multiplied": "do not multiply",
     "layouts_interchangeable": "right on its own", "still_relative": "no longer cancel",
     "lengths_change": "keeps lengths",
+    "grows_like_n_squared": "That is the causal mask's growth", "window_fixed_total": "twice as many query blocks",
 }
 
 
@@ -198,3 +207,31 @@ def test_the_explorer_follows_its_sliders_and_refuses_what_they_cannot_show():
     for bad in ({"window": 0}, {"window": 9}, {"layers": 7}, {"layers": 2.0}, {"window": True}):
         with pytest.raises(ValueError, match="slider"):
             window_explorer(**bad)
+
+
+def test_the_window_growth_exercise_counts_blocks_as_derived_by_hand():
+    # By hand: n = 4096 in blocks of 256 is 16 query blocks; a window of 512 spans 2 blocks, so query block q reads
+    # key blocks q - 2 to q (fewer for q < 2): 1 + 2 + 3 x 14 = 45 (section 3 prints it); at n = 8192, 32 blocks:
+    # 1 + 2 + 3 x 30 = 93, about twice, where the causal mask's 136 becomes 32 x 33 / 2 = 528.
+    assert NS["ex_growth"].counts == (45, 93)
+    assert "528" in NS["ex_growth"].feedback("b").text
+    from helpers.exercises import WindowGrowthExercise
+    with pytest.raises(ValueError, match="about doubles"):
+        WindowGrowthExercise(n=256, block_size=256, window=4096)          # the window covers the whole text
+    with pytest.raises(ValueError, match="window must be a positive whole number"):
+        WindowGrowthExercise(n=4096, block_size=256, window=0)
+
+
+def test_the_choice_exercises_answers_are_not_printed_above_them():
+    # issue 33, section 2: section 1 used to print the mixed layouts' measurement ("... m - n only: False"), which
+    # is exercise 4's answer; the 93 blocks of exercise 5 appear in no output above it
+    import nbformat
+
+    from exercise_cases import numbers_above
+    nb = nbformat.read(NOTEBOOKS_DIR / "10_current_models.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    layout = next(i for i, c in enumerate(code) if "ex_layout.check(answer)" in c.source)
+    printed = "\n".join(str(o.get("text", "")) for c in code[:layout] for o in c.outputs)
+    assert "rotate-half, m - n only" not in printed and "one layout for both" in printed
+    growth = next(c for c in code if "ex_growth.check(answer)" in c.source)
+    assert 93 not in numbers_above(nb, growth.id) and 45 in numbers_above(nb, growth.id)

@@ -1,15 +1,16 @@
-"""Notebooks 01, 04, 05, 06, 07, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 02, 03, 04, 05, 06, 07, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
-beside the worked others (01: a softmax that skips the maximum, no_max_subtraction; 04: a causal mask that
+beside the worked others (01 and 03: a softmax that skips the maximum, no_max_subtraction; 02, which builds nothing
+and runs 01's softmax and attention: an attention without the division by sqrt(d_k), no_scaling; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
 reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 06: a positional
 encoding with the exponent i / d_model, exponent_i_over_d; 07: a layer_norm whose variance divides by
 d_model - 1, unbiased_variance; 08: an online_softmax_update that leaves acc
 unrescaled, acc_not_rescaled, which the worked tiled_attention calls; 09: a softmax_backward that returns
 w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent). Each cell that runs a piece comes after that piece's Build it (in
-this notebook, or an earlier one: 04 runs 01's softmax) and prints one line saying whose ran: "your
+this notebook, or an earlier one: 03 builds nothing and runs 01's softmax and attention, 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
 folds them (nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
@@ -97,10 +98,23 @@ def apply_rope(x, positions=None):
     return out
 '''
 WORKBOOK_NAME = {"rope": "apply_rope"}      # a piece whose workbook function has another name (notebook 10)
+COURSE_NAME = {"kv_cache_step": "KVCache"}   # and one whose course version has (08's step runs in helpers.tiling's KVCache)
 MISSING_SUM = '''
 
 def softmax_backward(weights, grad_weights):
     return weights * grad_weights                   # w * g: the sum term dropped (notebook 09's trap)
+'''
+
+
+NO_SCALE = '''
+
+def attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2)              # no division by sqrt(d_k): the trap notebook 01 names
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    return weights @ V, weights
 '''
 
 
@@ -119,23 +133,27 @@ class Case:
 CASES = [
     Case("01_river_bank.ipynb", {"softmax", "attention"}, {"softmax", "attention"}, "softmax", NO_MAX,
          ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
+    Case("02_two_senses.ipynb", set(), {"softmax", "attention"}, "attention", NO_SCALE,
+         ("the course's attention (yours: no_scaling", "; see Build it in notebook 01)")),
+    Case("03_scaling.ipynb", set(), {"softmax", "attention"}, "softmax", NO_MAX,
+         ("the course's softmax (yours: no_max_subtraction", "; see Build it in notebook 01)")),
     Case("04_masking.ipynb", {"causal_mask", "attention", "padding_mask"},
          {"softmax", "causal_mask", "attention", "padding_mask"}, "causal_mask", NO_DIAGONAL,
          ("the course's causal_mask (yours: diagonal_masked", "; see Build it in notebook 04)")),
     Case("05_multi_head.ipynb", set(HEADS), {"attention", *HEADS}, "split_heads", RESHAPE_ONLY,
          ("the course's split_heads (yours: reshape_without_transpose", "; see Build it in notebook 05)"),
          gives_way={"multi_head_attention"}),
-    Case("06_order_and_position.ipynb", {"positional_encoding"}, {"positional_encoding"}, "positional_encoding", I_OVER_D,
-         ("the course's positional_encoding (yours: exponent_i_over_d", "; see Build it in notebook 06)")),
+    Case("06_order_and_position.ipynb", {"positional_encoding"}, {"attention", "positional_encoding"}, "positional_encoding", I_OVER_D,
+         ("the course's positional_encoding (yours: exponent_i_over_d", "; see the Build it above)")),
     Case("07_limits.ipynb", {"layer_norm"}, {"layer_norm"}, "layer_norm", UNBIASED,
-         ("the course's layer_norm (yours: unbiased_variance", "; see Build it in notebook 07)")),
-    Case("08_cost_and_tiling.ipynb", set(TILING), set(TILING), "online_softmax_update", ACC_KEPT,
-         ("the course's online_softmax_update (yours: acc_not_rescaled", "; see Build it in notebook 08)"),
+         ("the course's layer_norm (yours: unbiased_variance", "; see the Build it above)")),
+    Case("08_cost_and_tiling.ipynb", set(TILING), {"attention", *TILING}, "online_softmax_update", ACC_KEPT,
+         ("the course's online_softmax_update (yours: acc_not_rescaled", "; see the Build it above)"),
          gives_way={"tiled_attention"}),
     Case("09_learning.ipynb", {"softmax_backward"}, {"softmax_backward"}, "softmax_backward", MISSING_SUM,
-         ("the course's softmax_backward (yours: missing_sum_term", "; see Build it in notebook 09)")),
+         ("the course's softmax_backward (yours: missing_sum_term", "; see the Build it above)")),
     Case("10_current_models.ipynb", {"apply_rope"}, {"rope"}, "rope", ROPE_I_OVER_D,
-         ("the course's rope (yours: frequency_exponent", "; see Build it in notebook 10)")),
+         ("the course's rope (yours: frequency_exponent", "; see the Build it above)")),
 ]
 
 
@@ -214,7 +232,8 @@ def test_every_use_comes_after_its_build_and_every_build_before_its_first_use(ca
                 assert re.search(r"notebook (\d\d)", BUILT_IN[name]).group(1) < number, name
     # the stored outputs are the stubs': each of those cells says so in its first lines, one a piece
     for _, names, cell in found:
-        assert text(cell).splitlines()[:len(names)] == [f"the course's {n} (yours: not attempted yet)" for n in names], \
+        assert text(cell).splitlines()[:len(names)] == [f"the course's {COURSE_NAME.get(n, n)} (yours: not attempted yet)"
+                                                        for n in names], \
             text(cell)
 
 
@@ -223,8 +242,9 @@ def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbe
         assert text(cell).splitlines()[:len(names)] == [f"your {n}" for n in names], (i, text(cell))
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
-    assert verdicts and all(v.startswith("Correct!") for v in verdicts), verdicts
-    said = {"04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
+    assert bool(verdicts) == bool(case.built) and all(v.startswith("Correct!") for v in verdicts), verdicts
+    said = {"03_scaling.ipynb": ("dk_explorer(", "Computed by your attention."),
+            "04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
             "05_multi_head.ipynb": ("heads_explorer(", "Computed by your multi_head_attention.")}
     if case.path.name in said:                       # the explorer runs on the learner's pieces and says so
         call, caption = said[case.path.name]

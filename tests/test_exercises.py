@@ -107,7 +107,8 @@ def test_each_message_carries_only_its_own_phrase(key):
 
 def test_sqrt_d_model_is_named_only_where_d_model_differs_from_d_k():
     hidden = NAMESPACES["01_river_bank.ipynb"]["ex_hidden"]       # d_model = d_k = 2
-    three = NAMESPACES["02_two_senses.ipynb"]["ex_attention"]     # d_model = 3, d_k = 2
+    nb2 = NAMESPACES["02_two_senses.ipynb"]                        # exercise 4's model: d_model = 3, d_k = 2
+    three = AttentionWeightsExercise(nb2["X3"], nb2["W_Q3"], nb2["W_K3"], nb2["tokens3"])
     assert ("sqrt_d_model", "the right answer") in hidden.coinciding
     assert "sqrt_d_model" not in hidden.mistakes
     assert "sqrt_d_model" in three.mistakes and three.coinciding == []
@@ -138,14 +139,14 @@ def test_the_right_answers_are_computed_from_the_inputs():
     assert np.isclose(nb1["ex_score"].expected, 1.225)
     # By hand: q_interest = (3 * 2 - 1 * 1, 3 * 0 - 1 * 3) = (5, -3).
     assert np.allclose(nb2["ex_query"].expected, [5, -3])
-    # The output of 'The' from loops sharing no code with the helpers.
-    X_m, V_m = nb2["X_m"].tolist(), nb2["V_m"]
-    assert np.allclose(nb2["ex_output"].expected,
-                       _loop_weights(X_m, nb2["W_Q"].tolist(), nb2["W_K"].tolist())[nb2["the_m"]] @ V_m)
+    # By hand: q_bank = [1, 0, 1] W_Q3 = (2 + 1, 0 + 1) = (3, 1); u = W_K3 q = (3, 2 * 1, 3 + 1) = (3, 2, 4),
+    # and bank's scores against the keys x W_K3, summed in loops, equal x . u for every word.
+    assert np.allclose(nb2["ex_question"].expected, [3, 2, 4])
+    X3, W_K3 = nb2["X3"].tolist(), nb2["W_K3"].tolist()
+    loops = [sum(q * sum(x[m] * W_K3[m][c] for m in range(3)) for c, q in enumerate([3, 1])) for x in X3]
+    assert np.allclose(loops, nb2["X3"] @ nb2["ex_question"].expected)
     assert np.allclose(nb1["ex_hidden"].expected,
                        _loop_weights(nb1["X"].tolist(), nb1["W_Q"].tolist(), nb1["W_K"].tolist(), nb1["no_river"].tolist()))
-    assert np.allclose(nb2["ex_attention"].expected,
-                       _loop_weights(nb2["X3"].tolist(), nb2["W_Q3"].tolist(), nb2["W_K3"].tolist()))
 
 
 def test_an_instructor_who_edits_the_inputs_edits_nothing_else():
@@ -178,14 +179,14 @@ def test_dividing_by_d_model_or_its_root_is_named_wherever_d_model_differs_from_
         assert {"sqrt_d_model", "divided_by_d_model"} <= set(ex.mistakes)
 
 
-def test_the_attention_solution_runs_and_passes():
+def test_the_question_solution_runs_and_passes():
     nb2 = NAMESPACES["02_two_senses.ipynb"]
-    ex = nb2["ex_attention"]
-    code = ex.solution().text.split("# gives")[0]
-    namespace = {"np": np, "X3": nb2["X3"], "W_Q3": nb2["W_Q3"], "W_K3": nb2["W_K3"]}
-    exec(code, namespace)
-    assert ex.feedback(namespace["my_weights"]).correct
-    assert all(name.startswith("my_") for name in set(namespace) - {"np", "X3", "W_Q3", "W_K3", "answer", "__builtins__"})
+    ex = nb2["ex_question"]
+    given = {"np": np, "X3": nb2["X3"], "W_Q3": nb2["W_Q3"], "W_K3": nb2["W_K3"], "bank3": nb2["bank3"]}
+    namespace = dict(given)
+    exec(ex.solution().text, namespace)
+    assert ex.feedback(namespace["answer"]).correct
+    assert all(name.startswith("my_") for name in set(namespace) - set(given) - {"answer", "__builtins__"})
 
 
 def test_answers_rounded_to_three_decimals_are_accepted():
@@ -249,7 +250,7 @@ def test_an_answer_rounded_too_far_is_told_so(key):
         feedback = ex.feedback(answer)
         if ex._close(answer, ex.expected):
             assert feedback.correct, feedback.text
-        else:   # a named mistake may coincide with the rounded answer (02 ex_output: raised's value is The's
+        else:   # a named mistake may coincide with the rounded answer (an output exercise: a value that is the
             # output rounded to whole numbers); its text then names the rounding too
             assert feedback.mistake == "rounded" or "If you rounded" in feedback.text, feedback.text
             assert ("whole numbers" if k == 0 else f"{k} decimal") in feedback.text

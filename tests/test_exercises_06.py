@@ -2,11 +2,12 @@
 
 Exercise 1 asks for the outputs of "flooded the river bank": its set-up cell prints the first order's
 outputs (the input to reason from), and section 1 prints those of the reversed order, "flooded bank river
-the"; the rows in the exercise's order, as numpy prints them, are printed nowhere above. Exercise 2 asks for
-PE[8, 3] at d_model = 16: section 2 prints rows 0 and 1 of a d_model = 64 encoding and every entry of a
-d_model = 2 one, and no number within the checker's tolerance of the answer, or of its sign flipped. Exercise 3
-swaps the last two words under a causal mask: section 1 swapped the first two, and what it prints
-(which words keep their outputs) is the other claim, not the answer. None was a read-off, so no input changed.
+the"; the rows in the exercise's order, as numpy prints them, are printed nowhere above. Exercise 2 (it
+replaced PE[8, 3] by hand, which repeated the Build it) reverses the source of section 3's cross-attention:
+no cell above runs it. Exercise 3 swaps the last two words under a causal mask: section 1 swapped the first
+two, and what it prints (which words keep their outputs) is the other claim, not the answer. Exercise 4 adds
+positions and reverses the sentence: no cell above prints a mean with positions, and section 1's prose no
+longer says that positions keep the mean from being blind to order.
 """
 
 import re
@@ -18,8 +19,7 @@ from exercise_cases import numbers_above
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.course import NOTEBOOKS_DIR
 from helpers.examples import load_example
-from helpers.exercises import CausalOrderExercise, SinusoidalEntryExercise
-from helpers.exercises.feedback import EXACT_ATOL
+from helpers.exercises import CausalOrderExercise
 
 NB06 = NOTEBOOKS_DIR / "06_order_and_position.ipynb"
 RB = load_example("river_bank")
@@ -63,15 +63,35 @@ def test_exercise_1s_outputs_in_the_new_order_are_printed_nowhere_above_it():
     assert _printed(_outputs(TOKENS)) in above             # the input to reason from: the first order's outputs
 
 
-def test_exercise_2s_entry_is_printed_nowhere_above_it():
+def test_exercise_2s_reversed_source_is_run_nowhere_above_it():
+    # By hand: each French query's output is sum_j w_j v_j over the four English pairs; reversing the pairs
+    # reverses the terms of each sum, not the rows (the rows are the queries): every output stays.
     nb = _notebook()
-    setup = next(c for c in nb.cells if c.get("id") == "order-72")
-    args = dict(re.findall(r"(\w+)=(\d+)", setup.source))
-    ex = SinusoidalEntryExercise(**{k: int(v) for k, v in args.items()})
-    answer = float(ex.expected)
-    assert abs(answer - np.cos(8 / 10000 ** (2 / 16))) < 1e-12
-    above = numbers_above(nb, "order-73")
-    assert not [x for x in above if abs(abs(x) - abs(answer)) <= EXACT_ATOL], answer
+    setup = next(c for c in nb.cells if c.get("id") == "order-ex2")
+    assert "ReversedSourceExercise(Q_fr, K, V, targets, order=[3, 2, 1, 0])" in setup.source
+    code_above = [c.source for c in nb.cells[:nb.cells.index(setup)] if c.cell_type == "code"]
+    assert not any("[::-1]" in c or "[3, 2, 1, 0]" in c for c in code_above if "Q_fr" in c)
+    K, V = RB.X @ RB.W_K, RB.X @ RB.W_V
+    Q = np.array([[-2.0, -2.0], [0.5, 3.0]])
+    out = scaled_dot_product_attention(Q, K, V)[0]
+    assert np.allclose(scaled_dot_product_attention(Q, K[::-1], V[::-1])[0], out)
+    assert not np.allclose(out[::-1], out)                    # option (b), the rows reversed, is told apart
+
+
+def test_exercise_4s_mean_with_positions_is_printed_nowhere_above_it():
+    from helpers.positions import sinusoidal_positional_encoding
+    nb = _notebook()
+    PE = sinusoidal_positional_encoding(4, 2)
+    perm = [3, 2, 1, 0]
+    means = [_outputs_of(RB.X[p] + PE).mean(axis=0) for p in (list(range(4)), perm)]
+    assert np.abs(means[0] - means[1]).max() > 0.1           # the answer: another mean
+    above = _flat(_above(nb, "order-ex4-answer"))
+    assert not any(_printed(m) in above for m in means), means
+    assert "blind to order" not in above                     # the prose that gave the answer away is gone
+
+
+def _outputs_of(X):
+    return scaled_dot_product_attention(X @ RB.W_Q, X @ RB.W_K, X @ RB.W_V)[0]
 
 
 def test_exercise_3s_claim_is_not_what_section_1_prints():

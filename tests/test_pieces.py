@@ -39,10 +39,13 @@ MASK = np.tril(np.ones((4, 5), dtype=bool))
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache():
+def fresh_cache(monkeypatch):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)      # no Jupyter session names the notebook here
     pieces.clear_cache()
+    pieces.this_notebook(None)
     yield
     pieces.clear_cache()
+    pieces.this_notebook(None)
 
 
 def module_from(path, name):
@@ -131,6 +134,20 @@ def test_a_wrong_function_gives_the_course_and_names_its_key(capsys):
     assert line.startswith("the course's softmax (yours: no_max_subtraction") and "see Build it in notebook 01" in line
     fn, line = chosen(capsys, "softmax", "yours", workbook=types.SimpleNamespace(softmax=naive_softmax))
     assert inspect.unwrap(fn) is naive_softmax and line.startswith("your softmax (diagnose: no_max_subtraction")
+
+
+def test_in_the_notebook_that_builds_it_the_line_points_to_the_build_it_above(capsys, monkeypatch):
+    wrong = types.SimpleNamespace(softmax=naive_softmax)
+    pieces.this_notebook("01")                                   # 01 builds softmax: its Build it is above
+    assert chosen(capsys, "softmax", workbook=wrong)[1].endswith("; see the Build it above)")
+    pieces.this_notebook(6)                                      # in 06, softmax was built in 01
+    assert chosen(capsys, "softmax", workbook=wrong)[1].endswith("; see Build it in notebook 01)")
+    pieces.this_notebook(None)
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/me/course/notebooks/01_river_bank.ipynb")   # JupyterLab's
+    assert chosen(capsys, "softmax", workbook=wrong)[1].endswith("; see the Build it above)")
+    for bad in ("six", "6", 100, True, 6.0):
+        with pytest.raises(ValueError, match="number must be"):
+            pieces.this_notebook(bad)
 
 
 def test_the_course_on_request_to_compare(capsys):
@@ -337,6 +354,7 @@ def fold(text):
     "your split_heads", "your multi_head_attention", "the course's merge_heads (yours: not attempted yet)",
     "the course's multi_head_attention (yours: scale_by_d_model; see Build it in notebook 05)",
     "your positional_encoding", "the course's positional_encoding (yours: exponent_i_over_d; see Build it in notebook 06)",
+    "the course's positional_encoding (yours: exponent_i_over_d; see the Build it above)",
     "the course's positional_encoding (yours is float32; this cell needs float64)"])
 def test_the_sanitizer_folds_every_whose_line_to_one_text(line):
     name = line.split()[1] if line.startswith("your") else line.split()[2]
@@ -570,9 +588,10 @@ def test_the_tiling_stubs_give_the_course_functions_not_attempted_yet(tmp_path, 
     import helpers.tiling as course
     (tmp_path / "stubs.py").write_text(workbook_source())
     stubs = module_from(tmp_path / "stubs.py", "stubs_for_tiling")
-    for name, theirs in zip(TILING, (course.online_softmax_update, course.tiled_attention, course.KVCache)):
+    for name, shown, theirs in zip(TILING, ("online_softmax_update", "tiled_attention", "KVCache"),
+                                   (course.online_softmax_update, course.tiled_attention, course.KVCache)):
         fn, line = chosen(capsys, name, workbook=stubs)
-        assert fn is theirs and line == f"the course's {name} (yours: not attempted yet)"
+        assert fn is theirs and line == f"the course's {shown} (yours: not attempted yet)"     # what runs: KVCache
     assert set(TILING) <= set(CHOICES)
 
 
@@ -635,16 +654,23 @@ def test_wrong_tiling_pieces_give_the_course_and_name_their_key(capsys):
         assert got is theirs, line
         mistake = pieces.diagnose(fn, piece=name).mistake
         assert mistake not in (None, "different") and (key is None or mistake == key), mistake
-        assert line == f"the course's {name} (yours: {mistake}; see Build it in notebook 08)"
+        shown = "KVCache" if name == "kv_cache_step" else name      # the course's step is helpers.tiling's KVCache
+        assert line == f"the course's {shown} (yours: {mistake}; see Build it in notebook 08)"
+    pieces.this_notebook("08")                                   # in 08 itself: the Build it above
+    assert chosen(capsys, "kv_cache_step", workbook=types.SimpleNamespace(kv_cache_step=kv_new_token_forgotten))[1] \
+        == "the course's KVCache (yours: new_token_not_attended; see the Build it above)"
+    assert chosen(capsys, "kv_cache_step", "course")[1] == "the course's KVCache (as asked)"
 
 
 @pytest.mark.parametrize("line", [
     "your online_softmax_update", "your tiled_attention", "your kv_cache_step",
     "the course's tiled_attention (yours: not attempted yet)",
     "the course's online_softmax_update (yours: acc_not_rescaled; see Build it in notebook 08)",
-    "the course's kv_cache_step (yours: new_token_not_attended; see Build it in notebook 08)"])
+    "the course's KVCache (yours: new_token_not_attended; see Build it in notebook 08)",
+    "the course's KVCache (yours: not attempted yet)", "the course's KVCache (yours is float32; this cell needs float64)"])
 def test_the_sanitizer_folds_the_tiling_whose_lines(line):
     name = line.split()[1] if line.startswith("your") else line.split()[2]
+    name = "kv_cache_step" if name == "KVCache" else name     # the course's KVCache folds as the step's line
     assert fold(f"{line}\nm = 1.061\n") == f"[{name}: yours or the course's]\nm = 1.061\n"
 
 

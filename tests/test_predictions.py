@@ -117,7 +117,7 @@ def test_odd_answers_get_feedback_not_a_traceback(answer):
         assert not ex.feedback(answer).correct
 
 
-# ------------------------------------------------------------ designing W_K (notebook 02, exercise 5)
+# ------------------------------------------------------------ designing W_K over every other word (notebook 02's until issue 33)
 
 from helpers.examples import load_example  # noqa: E402
 from helpers.exercises import KeyDesignExercise  # noqa: E402

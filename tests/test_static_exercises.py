@@ -340,10 +340,10 @@ def test_the_course_index_says_which_exercises_answer_and_names_from_the_data_wh
     builds = [stem[:2] for stem, nb in notebooks.items()
               if any(BUILD_MIME in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))]
     assert len(builds) >= 8 and "build cells" in text and all(num in text.split("build cells", 1)[1] for num in builds)
-    # every exercise that needs a kernel for a reason of its own (01's and 02's key designs) is named, with its reason
+    # every exercise that needs a kernel for a reason of its own (01's key design) is named, with its reason
     own = [(stem, d) for stem in notebooks for _, d in stored_exercises(NOTEBOOKS_DIR / f"{stem}.ipynb")
            if "needs_kernel" in d and d["needs_kernel"] != static.WITHHELD]
-    assert {stem[:2] for stem, _ in own} == {"01", "02"}
+    assert {stem[:2] for stem, _ in own} == {"01"}
     for stem, d in own:
         assert d["name"] in text and d["needs_kernel"].rstrip(".") in text and stem[:2] in text
     one = tool.index_text(tool.page_facts({"07_limits": without_build_cells(notebooks["07_limits"])}))

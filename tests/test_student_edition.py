@@ -1,12 +1,17 @@
 """The student edition (tools/make_student_edition.py) and hints in steps.
 
 The edition of one small notebook is built once: no stored output shows a solution the instructor's
-notebook shows, its hints stay, it is a course folder of its own, and nbval passes in it. Hints: the first
+notebook shows, its hints stay, it is a course folder of its own, and nbval passes in it. Every notebook's
+edition, copied as stored: its solutions module holds no worked function of a withheld piece (the checkers
+still judge), its prose does not promise a worked version, its build cells are left out of nbval. The edition
+of 01 and 04, executed: its make test passes for a student whose workbook holds right pieces, and with one
+wrong piece, whose mistake its report of diagnose on every piece names (about a minute on a busy machine). Hints: the first
 call is today's hint, the second a stronger step without the answer, and solution() withheld in an edition
 unless its notebook keeps its solutions."""
 
 import html
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -132,6 +137,187 @@ def test_a_rebuild_keeps_the_git_folder_and_refuses_to_delete_files_it_does_not_
     assert (dest / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
     tool.build(dest, notebooks=[NOTEBOOK], run=False)              # nothing unknown left: rebuilt without asking
     assert (dest / ".git" / "HEAD").is_file() and (dest / EDITION_FILE).is_file()
+    (dest / "site" / "mathjax").mkdir(parents=True)                # the static site, exported as INSTRUCTORS.md says
+    (dest / "site" / "index.html").write_text("<html>the course map</html>")
+    (dest / "site" / "mathjax" / "tex-chtml.js").write_text("//")
+    tool.build(dest, notebooks=[NOTEBOOK], run=False)              # a rebuild keeps it, as it keeps .git
+    assert (dest / "site" / "index.html").read_text() == "<html>the course map</html>"
+    assert (dest / "site" / "mathjax" / "tex-chtml.js").is_file()
+    assert "site/" in (dest / ".gitignore").read_text().splitlines()
+
+
+# --------------------------------------------------------------------------
+# What the edition withholds: the worked pieces, and the prose that points to them
+# --------------------------------------------------------------------------
+
+def _body_lines(fn):
+    """The code lines of a worked function's body that say something (comments dropped, longer than 20)."""
+    lines = inspect.getsource(fn).splitlines()[1:]
+    return [line.split("#")[0].strip() for line in lines if len(line.split("#")[0].strip()) > 20]
+
+
+@pytest.fixture(scope="module")
+def copied(tmp_path_factory):
+    """Every notebook's edition, copied as stored (run=False: the prose and the tags, not the outputs)."""
+    dest = tmp_path_factory.mktemp("copied") / "student"
+    tool.build(dest, keep=["01_river_bank.ipynb"], run=False)
+    return dest
+
+
+def test_the_editions_solutions_hold_no_worked_function_of_a_withheld_piece(copied):
+    from helpers.checkers.solutions import WORKED
+
+    settings = json.loads((copied / EDITION_FILE).read_text())
+    withheld = settings["withheld_pieces"]
+    # 01 is kept: its softmax and attention stay worked; every other piece is withheld
+    assert set(withheld) == set(WORKED) - {"softmax", "attention"}, withheld
+    edition = (copied / "helpers" / "checkers" / "solutions.py").read_text()
+    code = re.sub(r'"""(.*?)"""', '""', edition, flags=re.S)          # the stubs' docstrings may name a shape
+    kept = {line for piece in set(WORKED) - set(withheld) for line in _body_lines(WORKED[piece])}
+    for piece in WORKED:
+        shown = [line for line in _body_lines(WORKED[piece]) if line in code]
+        if piece in withheld:
+            shown = [line for line in shown if line not in kept]   # softmax's first line is rope's too
+            assert not shown, (piece, shown)
+            assert f'raise NotImplementedError("{piece}: its worked version is withheld' in edition, piece
+        else:
+            assert shown == _body_lines(WORKED[piece]), piece
+    assert tool.withhold_worked(edition, []) == edition
+    with pytest.raises(ValueError, match="pieces must have a worked function"):
+        tool.withhold_worked(edition, ["no_such_piece"])
+
+
+def test_in_the_edition_solution_says_withheld_and_the_checkers_still_judge(copied):
+    script = """
+import json, helpers, numpy as np
+from helpers.attention import softmax, scaled_dot_product_attention, causal_mask
+from helpers.checkers import diagnose
+from helpers.checkers.solutions import WORKED, solution
+ran = {}
+try:
+    WORKED["causal_mask"](3)
+except NotImplementedError as exc:
+    ran["stub"] = str(exc)
+print(json.dumps({"helpers": helpers.__file__, "ran": ran,
+    "solutions": {p: solution(p).text for p in ("softmax", "causal_mask", "rope")},
+    "judged": [diagnose(softmax, piece="softmax").correct, diagnose(scaled_dot_product_attention).correct,
+               diagnose(causal_mask, piece="causal_mask").correct,
+               diagnose(lambda n: np.tril(np.ones((n, n), bool), -1), piece="causal_mask").mistake]}))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND",)}
+    env.update(PYTHONPATH=str(copied), JPY_SESSION_NAME="notebooks/01_river_bank.ipynb")   # a kept notebook
+    run = subprocess.run([sys.executable, "-c", script], cwd=copied / "notebooks", env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = json.loads(run.stdout.strip().splitlines()[-1])
+    assert Path(said["helpers"]).resolve().is_relative_to(copied.resolve())
+    assert "withheld" in said["ran"]["stub"]
+    assert "def softmax" in said["solutions"]["softmax"]                 # 01 keeps its own piece
+    for piece in ("causal_mask", "rope"):                                # withheld even in a kept notebook
+        assert "withheld" in said["solutions"][piece] and "np.tril" not in said["solutions"][piece], piece
+    assert said["judged"] == [True, True, True, "diagonal_masked"]
+
+
+def test_a_withheld_notebook_does_not_say_that_solution_shows_a_worked_version(copied):
+    claim = re.compile(r"\.solution\(\)`[^.;]*\bshows?\b[^.;]*\bworked|hint and a worked solution")
+    found, rewritten = [], 0
+    for path in sorted((copied / "notebooks").glob("*.ipynb")):
+        course = nbformat.read(ROOT / "notebooks" / path.name, as_version=4)
+        for mine, cell in zip(course.cells, nbformat.read(path, as_version=4).cells):
+            if cell.cell_type != "markdown":
+                continue
+            if path.name == "01_river_bank.ipynb":                       # kept: as the course says it
+                assert cell.source == mine.source
+            elif claim.search(cell.source):
+                found.append(f"{path.stem}: {claim.search(cell.source).group(0)}")
+            rewritten += cell.source != mine.source
+    assert not found, found
+    assert rewritten >= 5, "the course's notebooks say it in their Build it sections"
+
+
+def test_the_editions_build_cells_are_left_out_of_nbval_and_no_other_cell_is(copied):
+    from helpers.exercises.static import BUILD_MIME
+
+    for path in sorted((copied / "notebooks").glob("*.ipynb")):
+        course = nbformat.read(ROOT / "notebooks" / path.name, as_version=4)
+        for mine, cell in zip(course.cells, nbformat.read(path, as_version=4).cells):
+            build = "workbook." in cell.source and any(BUILD_MIME in out.get("data", {})
+                                                      for out in cell.get("outputs", []))
+            tags, before = cell.metadata.get("tags", []), mine.metadata.get("tags", [])
+            assert ("nbval-ignore-output" in tags) == (build or "nbval-ignore-output" in before), (path.stem, mine.id)
+
+
+# --------------------------------------------------------------------------
+# The edition's make test with a student's workbook
+# --------------------------------------------------------------------------
+
+SOLVED = ("01_river_bank.ipynb", "04_masking.ipynb")   # 01 builds softmax and attention, 04 the masks and a masked attention
+NO_MAX = """
+
+def softmax(x, axis=-1):
+    e = np.exp(x)                                   # no maximum subtracted: overflows at [1000, 1001]
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+
+def edition_test(edition, workbook, notebooks):
+    """The edition's make test (its nbval, its report) on ``notebooks`` with ``workbook`` after the stubs."""
+    (edition / "notebooks" / "workbook.py").write_text(workbook_source() + workbook)
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JPY_SESSION_NAME", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(edition)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", "--nbval",
+                           "--nbval-sanitize-with", "nbval_sanitize.cfg", *(f"notebooks/{n}" for n in notebooks)],
+                          cwd=edition, env=env, capture_output=True, text=True, timeout=900)
+
+
+def report(stdout):
+    """The edition's workbook report: {function name: verdict}."""
+    part = stdout.split("your workbook: diagnose on every piece", 1)[1]
+    return dict(line.split(": ", 1) for line in part.splitlines()[1:] if ": " in line and not line.startswith("="))
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("solved") / "student"
+    tool.build(dest, notebooks=list(SOLVED), keep=[])
+    return dest
+
+
+def test_a_student_with_right_pieces_passes_the_editions_make_test_and_its_report_says_so(solved):
+    from helpers.checkers.solutions import STUBS, WORKED, function_name
+
+    right = "".join("\n\n" + inspect.getsource(fn) for fn in WORKED.values())
+    run = edition_test(solved, right, SOLVED)
+    assert run.returncode == 0, run.stdout[-4000:]
+    said = report(run.stdout)
+    assert set(said) == {function_name(p) for p in STUBS}, said
+    assert all(said[function_name(p)] == "right" for p in STUBS if p != "encoder_block"), said
+    assert "check_your_block" in said["encoder_block"]
+
+
+def test_a_wrong_piece_falls_back_to_the_course_and_the_report_names_its_mistake(solved):
+    from helpers.checkers.solutions import WORKED
+
+    others = "".join("\n\n" + inspect.getsource(fn) for piece, fn in WORKED.items() if piece != "softmax")
+    run = edition_test(solved, others + NO_MAX, SOLVED[:1])
+    assert run.returncode == 0, run.stdout[-4000:]               # the cells ran the course's softmax in its place
+    said = report(run.stdout)
+    assert "no_max_subtraction" in said["softmax"].split(": ")[0], said["softmax"]
+    assert said["attention"] == "right" and said["causal_mask"] == "right"
+    assert report_alone(solved, "")["softmax"] == "not attempted yet"      # the pristine workbook
+    broken = report_alone(solved, "\ndef softmax(x:\n")
+    assert list(broken) == ["workbook.py could not be imported (SyntaxError"], broken
+
+
+def report_alone(edition, workbook):
+    """The edition's report (its conftest's workbook_report) on ``workbook`` after the stubs, without nbval."""
+    (edition / "notebooks" / "workbook.py").write_text(workbook_source() + workbook)
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JPY_SESSION_NAME", "PYTHONPATH")}
+    run = subprocess.run([sys.executable, "-c", "import conftest; print('your workbook: diagnose on every piece');"
+                          "print('\\n'.join(conftest.workbook_report()))"], cwd=edition, env={**env, "PYTHONPATH": str(edition)},
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return report(run.stdout)
 
 
 # --------------------------------------------------------------------------
@@ -258,7 +444,7 @@ def test_no_step_hint_is_the_whole_solution_but_a_last_line_that_only_names_its_
         if only_names.match(lines[-1]):
             trivial.append(f"{notebook[:2]}:{name}")
             assert not set(lines[:-1]) <= set(shown_lines), (notebook, name, step)
-    assert {"01:ex_hidden", "02:ex_attention", "08:ex_step"} <= set(trivial), trivial
+    assert {"01:ex_hidden", "08:ex_step"} <= set(trivial), trivial
 
 
 def test_the_step_of_a_weights_matrix_leaves_the_softmax_to_the_learner():

@@ -259,3 +259,41 @@ def test_exercise_1s_step_is_printed_nowhere_above_it_nor_in_any_explorer_state(
             for state in [tiling_state(b, k, causal)] for v in (*state.sum_before, *state.sum_after)]
     assert len(sums) == 2 * 8 * 9
     assert not [v for v in sums if abs(v - l_new) <= EXACT_ATOL]
+
+
+# ------------------------------------------------------------ exercise 4: the loop without its running maximum
+
+MAXLESS = {"a": ("max_only_cancels", "It cancels only while"), "b": (None, "overflows to inf"),
+           "c": ("underflow", "too large, not too small")}
+
+
+@pytest.mark.parametrize("answer", sorted(MAXLESS))
+def test_each_answer_on_the_running_maximum_gets_its_own_feedback(answer):
+    key, phrase = MAXLESS[answer]
+    feedback = NS["ex_max"].feedback(answer)
+    assert feedback.mistake == key and feedback.correct == (key is None), feedback.text
+    assert phrase in feedback.text
+    assert not any(other in feedback.text for a, (_, other) in MAXLESS.items() if a != answer)
+
+
+def test_the_running_maximum_exercise_measures_what_float64_gives():
+    # By hand: bank's largest scaled score is 1.061 (source 000's row), x 1000 = 1061 > log(max float64) = 709.78,
+    # so exp overflows to inf and acc / l = inf / inf is NaN; with the running maximum every exponent is <= 0 and
+    # the output is the value of the largest score's key, nearly alone (its weight 1 to float64's precision).
+    ex = NS["ex_max"]
+    assert np.all(np.isnan(ex.without)) and np.all(np.isfinite(ex.with_max))
+    assert np.allclose(ex.with_max, NS["V"][int(np.argmax(NS["s"]))], atol=1e-12)
+    from helpers.exercises import RunningMaxExercise
+    with pytest.raises(ValueError, match="must make exp of the largest score overflow"):
+        RunningMaxExercise(NS["s"], NS["V"], factor=10)          # 10.61: nothing overflows, the max only cancels
+    with pytest.raises(ValueError, match="factor must be a positive number"):
+        RunningMaxExercise(NS["s"], NS["V"], factor=-1000)
+    with pytest.raises(ValueError, match="scores must be"):
+        RunningMaxExercise(NS["s"][:2], NS["V"], factor=1000)
+
+
+@settings(max_examples=100, deadline=None)
+@given(answer=answers)
+def test_no_answer_makes_the_running_maximum_checker_raise(answer):
+    feedback = NS["ex_max"].feedback(answer)
+    assert feedback.text and feedback.correct in (True, False)

@@ -88,6 +88,25 @@ def test_dk_saturation_is_reported():
     assert not any("saturated" in m for m in W.dk_state(1024, scaled=True).messages)
 
 
+def test_dk_runs_on_the_attention_it_is_given_and_names_only_the_learners():
+    from helpers.pieces import piece
+
+    def loop_attention(Q, K, V, mask=None, scale=None):       # a learner's: the softmax row by row, with loops
+        c = 1 / math.sqrt(K.shape[-1]) if scale is None else scale
+        weights = np.array([loop_softmax([c * float(q @ k) for k in K]) for q in Q])
+        return weights @ V, weights
+
+    for d_k, scaled in ((64, True), (64, False), (3, True)):
+        course, mine = W.dk_state(d_k, scaled), W.dk_state(d_k, scaled, attention=loop_attention)
+        assert np.allclose(mine.weights, course.weights, rtol=0, atol=1e-12)
+        assert mine.messages == course.messages + ("Computed by your attention.",)
+    served = W.dk_state(64, True, attention=piece("attention", use="course", quiet=True))   # the course's, wrapped
+    assert served.messages == W.dk_state(64, True).messages
+    ex = W.dk_explorer(attention=loop_attention)
+    ex.controls["scaled"].value = False
+    assert ex.state.messages[-1] == "Computed by your attention."
+
+
 @pytest.mark.parametrize("bad, pattern", [
     (dict(d_k=0), r"d_k must be a positive whole number; got 0"),
     (dict(d_k=2.5), r"d_k must be a positive whole number; got 2.5"),

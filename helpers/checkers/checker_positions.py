@@ -20,8 +20,8 @@ names with the learner's own value: ``wrong_base`` (any base of the
 frequencies but 10000) and ``positions_shifted`` (positions from any whole
 number but 0 and 1). The keys
 exponent_i_over_d, column_as_i, two_i_plus_one, multiplied, sin_cos_swapped
-and degrees are those of notebook 06's SinusoidalEntryExercise for the same
-mistakes.
+and degrees are those of SinusoidalEntryExercise (helpers/exercises/order.py) for
+the same mistakes.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ yet". ``workbook_source()`` is the text of the pristine workbook,
 notebooks/workbook.py; tests/test_checkers.py checks the stored file is
 exactly that, and tools/make_workbook.py writes it.
 
+In a student edition (tools/make_student_edition.py) the worked function of
+each withheld piece is replaced here by its workbook stub, and ``solution``
+says withheld (helpers.edition.piece_withheld).
+
 Imports nothing of the course but helpers.exercises' feedback.py (and helpers/edition.py, which says whether
 this edition of the course withholds the worked versions).
 """
@@ -19,7 +23,7 @@ import inspect
 
 import numpy as np
 
-from helpers.edition import solutions_withheld, withheld_text
+from helpers.edition import piece_withheld, solutions_withheld, withheld_text
 from helpers.exercises.feedback import Reveal
 
 __all__ = ["solution", "workbook_source", "function_name", "STUBS", "WORKED", "FUNCTION_NAMES"]
@@ -328,7 +332,7 @@ def solution(piece):
     """
     if not isinstance(piece, str) or piece not in WORKED:
         raise ValueError(f"piece must be one of {', '.join(map(repr, WORKED))}; got {piece!r}")
-    if solutions_withheld():      # a student edition (helpers/edition.py): the hints stay, the worked version goes
+    if solutions_withheld() or piece_withheld(piece):   # a student edition (helpers/edition.py): the worked version goes
         return Reveal(f"A worked {piece} (withheld)", withheld_text(
             f"the worked {piece}", f"diagnose's message names what is wrong and how to fix it, and the "
             f"docstring of {piece} in workbook.py says what it must do, with its shapes."))

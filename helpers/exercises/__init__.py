@@ -37,16 +37,17 @@ below imports this package):
     feedback.py     Feedback, Reveal, and reading a learner's answer (_read, _fmt)
     base.py         the exercise base classes, ChoiceExercise, exercise()
     static.py       the static page: the data a check stores in a kernel, the form the export adds (exercise.js)
-    weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, d_k
+    weights.py      notebooks 01-03: scores, softmax rows, weights, projections, outputs, a query's question, d_k
     masks_heads.py  notebooks 04-05: the combined mask, row sums masked after the softmax, split_heads, counting weights
-    order.py        notebooks 06-07: permuted outputs, a sinusoidal entry (06), the convex hull (07)
-    cost.py         notebook 08: dot products, one online-softmax step, the KV cache's size
-    learning.py     notebook 09: the softmax's gradient, one gradient step
-    predictions.py  notebooks 02-03: predict what attention does (choice exercises with named wrong answers)
-    key_design.py   notebooks 01-02: design W_K so that a query prefers a word (many right answers);
+    order.py        notebooks 06-07: permuted outputs, a reversed source, the mean with positions (06), the hull (07)
+    cost.py         notebook 08: dot products, one online-softmax step, the KV cache's size, the running maximum
+    learning.py     notebook 09: the softmax's gradient, which weights get no gradient (one word; W_out = 0)
+    predictions.py  notebooks 02-03: predict or explain what attention does (choices with named wrong answers)
+    key_design.py   notebook 01: design W_K so that a query prefers a word (many right answers);
                     notebook 01: which claim a heatmap supports
     limits.py       notebook 07: which layout keeps a random stack's tokens apart (rank collapse)
-    current.py      notebook 10: one rotary pair, a grouped-query cache's bytes, stacked windows' reach, rotary layouts
+    current.py      notebook 10: one rotary pair, a grouped-query cache's bytes, stacked windows' reach, rotary layouts,
+                    how a window's key blocks grow
 
 The engine that judges a learner's own *function* (``diagnose``, its
 batteries, checkers, worked solutions, the finale's judges) is the package
@@ -61,33 +62,36 @@ from __future__ import annotations
 import importlib
 
 from helpers.exercises.base import ChoiceExercise, _NumericExercise, exercise  # _NumericExercise: to subclass
-from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise
+from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise, RunningMaxExercise
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
-from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise
+from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise, ZeroReadOutExercise
 from helpers.exercises.limits import LayerNormCountExercise, LayoutExercise, RandomStackExercise
 from helpers.exercises.masks_heads import (HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise, SplitHeadsExercise,
                                           WeightsCountExercise)
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
-from helpers.exercises.predictions import LeanOnExercise, SaturatedRowExercise, SpreadGrowthExercise
+from helpers.exercises.predictions import (LeanOnExercise, LongKeyCauseExercise, SaturatedRowExercise,
+                                          SpreadGrowthExercise)
 from helpers.exercises.weights import (
     AttentionWeightsExercise,
     DkPredictionExercise,
     OutputExercise,
     ProjectionExercise,
+    QuestionVectorExercise,
     ScoreExercise,
     ScoreVarianceExercise,
     SoftmaxRowExercise,
 )
 from helpers.exercises.key_design import HeatmapClaimExercise, KeyDesignExercise
 from helpers.exercises.cost import EncoderCacheExercise
-from helpers.exercises.order import CausalOrderExercise
-from helpers.exercises.current import KVCacheBytesExercise, RopeLayoutExercise, RopePairExercise, WindowReachExercise
+from helpers.exercises.order import CausalOrderExercise, PositionsMeanExercise, ReversedSourceExercise
+from helpers.exercises.current import (KVCacheBytesExercise, RopeLayoutExercise, RopePairExercise, WindowGrowthExercise,
+                                      WindowReachExercise)
 
 __all__ = [
     "Feedback", "Reveal", "ChoiceExercise", "exercise", "diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES",
     "solution",
     "ScoreExercise", "SoftmaxRowExercise", "AttentionWeightsExercise", "ProjectionExercise", "OutputExercise",
-    "DkPredictionExercise", "ScoreVarianceExercise",
+    "DkPredictionExercise", "ScoreVarianceExercise", "QuestionVectorExercise",
     "MaskExercise", "SplitHeadsExercise", "WeightsCountExercise", "HeadsChangeExercise",
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise",
@@ -95,12 +99,14 @@ __all__ = [
     "MaskedRowSumsExercise",
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise",
-    "LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
+    "LeanOnExercise", "LongKeyCauseExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
     "LayoutExercise", "LayerNormCountExercise", "RandomStackExercise",
     "EncoderCacheExercise",
     "check_your_block", "BlockVerdict", "heatmap_claims",
     "CausalOrderExercise",
     "RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise",
+    "ReversedSourceExercise", "PositionsMeanExercise", "RunningMaxExercise", "ZeroReadOutExercise",
+    "WindowGrowthExercise",
 ]
 
 _CHECKERS = ("diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES", "solution",

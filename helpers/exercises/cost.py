@@ -10,6 +10,7 @@ from helpers.inputs import positive_whole as _whole_number
 
 __all__ = [
     "AttentionCountExercise", "OnlineSoftmaxStepExercise", "KVCacheSizeExercise", "EncoderCacheExercise",
+    "RunningMaxExercise",
 ]
 
 
@@ -243,5 +244,59 @@ class EncoderCacheExercise(ChoiceExercise):
                       f"(changed: {enc[1]}; under the causal mask: {dec[1]}).",
                  "d": "A KV cache is exact: section 5 matched full causal attention to 1e-12. In an encoder a "
                       "cache would not be approximate, it would be stale."},
-            hint="Look at which layer's earlier keys changed in the encoder, and at what layer 2's keys are "
-                 "computed from.")
+            hint="Which layer's keys changed in the encoder?")
+
+
+class RunningMaxExercise(ChoiceExercise):
+    """The online softmax without its running maximum, on scores far larger than the notebook's (understanding).
+
+    scores: (n,) one query's scores; V: (n, d_v) the values; factor: the number the scores are multiplied
+    by (a positive number). The checker runs the loop of section 3 twice on factor * scores: with the running
+    maximum, and with m kept at 0 (each key adds exp(score) to l and exp(score) v to acc). Without the maximum,
+    exp of a score above about 709 is inf in float64, and acc / l is inf / inf = NaN (option "b"). Named wrong
+    options: ``max_only_cancels`` (a: the maximum cancels in acc / l, true only when nothing overflows) and
+    ``underflow`` (c). Raises ValueError, naming the argument, for shapes that do not fit, a factor that is not a
+    positive number, or a factor too small to overflow (the options are then not told apart).
+    """
+
+    named = {"a": "max_only_cancels", "c": "underflow"}
+
+    def __init__(self, scores, V, factor):
+        s, V = np.asarray(scores, dtype=float), np.asarray(V, dtype=float)
+        if s.ndim != 1 or V.ndim != 2 or V.shape[0] != s.size or not np.all(np.isfinite(s)):
+            raise ValueError(f"scores must be (n,) finite numbers and V (n, d_v); got {s.shape} and {V.shape}")
+        if isinstance(factor, bool) or not isinstance(factor, (int, float, np.integer, np.floating)) or not factor > 0:
+            raise ValueError(f"factor must be a positive number; got {factor!r}")
+        big = float(factor) * s
+
+        def online(keep_max):
+            m, l, acc = (-np.inf if keep_max else 0.0), 0.0, np.zeros(V.shape[1])
+            with np.errstate(all="ignore"):
+                for score, v in zip(big, V):
+                    new = max(m, score) if keep_max else 0.0
+                    rescale = np.exp(m - new)
+                    l = rescale * l + np.exp(score - new)
+                    acc = rescale * acc + np.exp(score - new) * v
+                    m = new
+                return acc / l
+
+        with_max, without = online(True), online(False)
+        if not big.max() > np.log(np.finfo(float).max) or not np.all(np.isnan(without)):
+            raise ValueError(f"factor {factor!r} must make exp of the largest score overflow (above 709): the "
+                             f"largest is {big.max():.1f}")
+        self.with_max, self.without = with_max, without
+        top = float(big.max())
+        super().__init__(
+            question=f"Multiply the scores by {factor:g} (the largest becomes {top:.0f}) and run the loop with m "
+                     "kept at 0. What comes out?",
+            options={"a": "the same output: the maximum cancels",
+                     "b": "NaN",
+                     "c": "zeros: the exponentials underflow"},
+            answer="b",
+            why={"a": f"It cancels only while every exponential fits in float64 (up to exp(709)). exp({top:.0f}) "
+                      f"does not: without the maximum the loop gives {_fmt(without)}, with it {_fmt(with_max)}.",
+                 "b": f"exp({top:.0f}) overflows to inf, so acc / l is inf / inf = NaN: {_fmt(without)}. With the "
+                      f"running maximum: {_fmt(with_max)}.",
+                 "c": f"The scores are large and positive, so their exponentials are too large, not too small: "
+                      f"exp({top:.0f}) is inf. The loop gives {_fmt(without)}."},
+            hint="What is the largest float64?")

@@ -9,7 +9,8 @@ from helpers.exercises.base import ChoiceExercise, _NumericExercise, _code
 from helpers.inputs import checked_num_kv_heads
 from helpers.inputs import positive_whole as _whole_number
 
-__all__ = ["RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise"]
+__all__ = ["RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise",
+           "WindowGrowthExercise"]
 
 
 class RopePairExercise(_NumericExercise):
@@ -112,8 +113,8 @@ class KVCacheBytesExercise(_NumericExercise):
              "(2^20 bytes): 1,024 times that.", total / 2**30),
         ]
         self._set_variants([(k, m, v) for k, m, v in variants if v is not None])
-        self.hint_text = ("Per token, per layer: a key and a value for each key/value head, d_k numbers each. "
-                          f"Then bytes: {bits} bits are {size} bytes. Last, divide by 2^20.")
+        self.hint_text = (f"Per token and layer: a key and a value per key/value head. {bits} bits are {size} bytes; "
+                          "then divide by 2^20.")
         self.solution_text = _code([
             (f"my_numbers = 2 * {L} * {G} * {d} * {n}", "a key and a value, per layer, key/value head and token"),
             (f"answer = my_numbers * {size} / 2**20", f"{total / MiB:,.0f} MiB")])
@@ -186,11 +187,50 @@ class RopeLayoutExercise(ChoiceExercise):
                      "d": "the queries and keys change length"},
             answer="c",
             why={"a": "Each layout is right on its own, when queries and keys share it. Mixed, q and k are turned "
-                      f"about different planes. Measured above, the mixture is relative: {mixed}.",
-                 "b": f"Measured above: shifting both positions changed the mixed scores (relative: {mixed}). "
+                      f"about different planes. Measured in section 1, the mixture is relative: {mixed}.",
+                 "b": f"Measured in section 1: shifting both positions changed the mixed scores (relative: {mixed}). "
                       "The two rotations no longer cancel into one by m - n.",
                  "c": f"A rotation by m then by -n is one by m - n only when both turn the same pairs. One layout: "
                       f"relative {same}; mixed: relative {mixed}.",
                  "d": f"Every rotation keeps lengths, in either layout (kept: {kept}). The angle between q and k "
                       "is what goes wrong."},
-            hint="Look at the two lines above that shift both positions by the same amount.")
+            hint="Do the two rotations turn the same pairs of features?")
+
+
+
+class WindowGrowthExercise(ChoiceExercise):
+    """How the key blocks a sliding window needs grow when the text doubles (understanding: predict, then check).
+
+    n: tokens; block_size: queries and keys per block; window: keys each query sees (itself included). The
+    checker counts the blocks with helpers.tiling.window_blocks at n and at 2 n: each query block needs the
+    same few key blocks, about window / block_size + 2 of them, so the count about doubles (option "a"), where
+    the causal mask's grows about fourfold. Named wrong options: ``grows_like_n_squared`` (b) and
+    ``window_fixed_total`` (c). Raises ValueError (naming the arguments) for sizes that are not positive whole
+    numbers, or whose counts do not about double (a window as wide as the text).
+    """
+
+    named = {"b": "grows_like_n_squared", "c": "window_fixed_total"}
+
+    def __init__(self, n, block_size, window):
+        from helpers.tiling import window_blocks
+
+        n, b, w = _whole_number(n, "n"), _whole_number(block_size, "block_size"), _whole_number(window, "window")
+        old, new = len(window_blocks(n, b, w)), len(window_blocks(2 * n, b, w))
+        blocks = -(-2 * n // b)
+        causal = blocks * (blocks + 1) // 2
+        if not 1.5 < new / old < 2.5:
+            raise ValueError(f"n, block_size and window must give a count that about doubles with n; got {old} "
+                             f"and {new} (the window must be far shorter than the text)")
+        self.counts = (old, new)
+        super().__init__(
+            question=f"Double the text to n = {2 * n:,}, with the same blocks of {b} and window of {w}. How many "
+                     f"key blocks must be computed, against {old} at n = {n:,}?",
+            options={"a": "about twice as many", "b": "about four times as many", "c": "the same number"},
+            answer="a",
+            why={"a": f"{new} blocks ({new / old:.2f} times): each query block reads the same few key blocks "
+                      f"(the causal mask: {causal}).",
+                 "b": f"That is the causal mask's growth ({causal} blocks at n = {2 * n:,}). The window's count is "
+                      f"{new}: each query block reads only the few key blocks its window touches.",
+                 "c": f"The window per query stays, but there are twice as many query blocks, each reading its own "
+                      f"few key blocks: {new} in all."},
+            hint="How many key blocks per query block?")

@@ -1,13 +1,13 @@
 /* The course's exercises on a static page (helpers/exercises/static.py): no kernel, no network.
    Each element [data-exercise] holds its data as JSON; this script builds the form from it (a text box, or
    radio buttons for a choice), reads a typed answer as a learner pastes it (0.5, [0.3, 0.5], numpy's printed
-   [[0.302 0.343]\n [0.196 0.37 ]], True/False, -inf, nan, the page's own −∞) and answers with the kernel's own
+   [[0.25 0.75]\n [0.6  0.4 ]], True/False, -inf, nan, the page's own −∞) and answers with the kernel's own
    texts. */
 (function () {
   "use strict";
   var UNREADABLE = "I could not read that: type a number or a list like [0.1, 0.2].";
-  var THOUSANDS = /^\s*[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?\s*$/;   // 33,554,432: one number, with commas
-  var DECIMAL_COMMA = /^\s*[+\u2212-]?\d+,\d+\s*$/;                 // -0,819: a decimal comma (one, no point)
+  var THOUSANDS = /^\s*[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?\s*$/;   // 12,345,678: one number, with commas
+  var DECIMAL_COMMA = /^\s*[+\u2212-]?\d+,\d+\s*$/;                 // -0,125: a decimal comma (one, no point)
   var NO_CHOICE = "Choose one of the options first.";
   var NUMBER = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf|infinity|nan)$/i;
 
@@ -70,7 +70,7 @@
       all.push(v);
     }
     if (all.length === 0) { return null; }
-    return all.length === 1 && commas === 0 ? all[0] : all;  // "0.3 0.5", "0.3, 0.5" and "256," are lists
+    return all.length === 1 && commas === 0 ? all[0] : all;  // "0.3 0.5", "0.3, 0.5" and "8," are lists
   }
 
   function shape(v) {                        // the shape of nested arrays, or null when ragged
@@ -142,7 +142,7 @@
 
   function verdict(data, text) {             // the feedback on a typed answer
     var single = shape(tree(data.expected)).length === 0;
-    if (single && DECIMAL_COMMA.test(String(text))) {   // "-0,819": a decimal comma, when a point makes it an answer
+    if (single && DECIMAL_COMMA.test(String(text))) {   // "-0,125": a decimal comma, when a point makes it an answer
       var pointed = String(text).trim().replace(",", ".").replace("\u2212", "-");
       var known = [data.correct].concat(data.mistakes.map(function (m) { return m.text; }));
       if (known.indexOf(verdict(data, pointed)) >= 0) { return "Use a point for decimals: " + pointed + "."; }

@@ -1,4 +1,4 @@
-"""Exercises of understanding: design W_K so that a query prefers a word (notebooks 01, 02); what a heatmap supports (01).
+"""Exercises of understanding: design W_K so that a query prefers a word (notebook 01); what a heatmap supports (01).
 
 Many matrices W_K are right, so :class:`KeyDesignExercise` checks the
 property a right answer must have (the query's weight on one word above its
@@ -6,8 +6,9 @@ weight on another, or above every other word's), and names the wrong answers
 learners give: the matrix unchanged, all of it multiplied by a number (which
 changes no preference), a tie, the query word itself winning, another word
 still winning, the keys themselves instead of the matrix that makes them.
-Notebook 01 asks for *flooded* over *river*, notebook 02 for *The* over
-every other word of the river sentence.
+Notebook 01 asks for *flooded* over *river*; ``over=None`` asks for one
+word over every other (notebook 02 asked that until issue 33, which found it
+repeated 01's exercise).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class KeyDesignExercise(_Exercise):
     X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k), W_K the matrix the
     notebook uses; tokens: the n words; query, prefer: two of them (they may
     be one word); over: another word, or None for "over every other word"
-    (notebook 02's case). The answer is a (d_model, d_k) matrix W_K'; it is
+    (an instructor's case). The answer is a (d_model, d_k) matrix W_K'; it is
     right when, with Q = X W_Q and K = X W_K', the row of ``query`` in
     softmax(Q K^T / sqrt(d_k)) puts more weight on ``prefer`` than on
     ``over`` (with over=None, than on any other word): the scaled dot product

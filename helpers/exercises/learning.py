@@ -9,7 +9,7 @@ from helpers.exercises.feedback import EXACT_ATOL, _comment, _fmt, _term
 from helpers.training import loss_and_grads
 
 __all__ = [
-    "SoftmaxGradientExercise", "ZeroGradientExercise",
+    "SoftmaxGradientExercise", "ZeroGradientExercise", "ZeroReadOutExercise",
 ]
 
 
@@ -133,8 +133,46 @@ class ZeroGradientExercise(ChoiceExercise):
                      "the read-out turns it into the prediction. It is the scores that no longer matter.",
                 "b": "A weight learns only if changing it changes the loss. Ask which step of the forward "
                      "pass can no longer change anything when the softmax has a single score.",
-                "c": "A softmax over one score gives weight 1 whatever the score is: no change in W_Q or W_K "
-                     "moves the loss, so the chain rule carries 0 back through the softmax (w (g - w g) = 0 "
-                     "for w = 1). The causal mask does this to the first query of every sequence.",
+                "c": "A softmax over one score gives weight 1 whatever the score: W_Q and W_K cannot move the "
+                     "loss (w (g - w g) = 0 for w = 1). The causal mask does this to every sequence's first query.",
             },
-            hint="Write the softmax of a row with one score. Which weights could change that weight?")
+            hint="Which step ignores its input here?")
+
+
+class ZeroReadOutExercise(ChoiceExercise):
+    """Which weights get a gradient of exactly 0 when the read-out starts at zero? (understanding)
+
+    params: the model's starting parameters, with W_out all 0 (the notebook passes params0 with W_out
+    zeroed); X, targets: the sentences. The checker runs the backward pass: every gradient below the read-out
+    passes through dL/d(output) = dL/dlogits W_outᵀ, which is 0, so W_Q, W_K and W_V get exactly 0 while W_out
+    and b_out learn (option "d"). Named wrong options: ``read_out_frozen`` (a), ``all_learn`` (b) and
+    ``values_learn`` (c). Raises ValueError, naming ``params``, when W_out is not all 0 or the measured set of
+    zero gradients is not that one.
+    """
+
+    named = {"a": "read_out_frozen", "b": "all_learn", "c": "values_learn"}
+
+    def __init__(self, params, X, targets, **options):
+        if not isinstance(params, dict) or "W_out" in params and np.any(np.asarray(params["W_out"])):
+            raise ValueError("params must be the model's parameters with W_out all 0 (e.g. {**params0, 'W_out': "
+                             "np.zeros_like(params0['W_out'])})")
+        _, grads, _ = loss_and_grads(params, X, targets, **options)
+        zero = sorted(k for k, g in grads.items() if not np.any(g))
+        if zero != ["W_K", "W_Q", "W_V"]:
+            raise ValueError(f"params must give exactly zero gradients to W_Q, W_K and W_V; got {zero}")
+        self.zero = tuple(zero)
+        sizes = {k: float(np.linalg.norm(grads[k])) for k in ("W_out", "b_out")}
+        super().__init__(
+            question="Start with W_out all 0, the rest as before. Which weights get a gradient of exactly 0?",
+            options={"a": "W_out and b_out", "b": "none: every weight gets some gradient",
+                     "c": "W_Q and W_K", "d": "W_Q, W_K and W_V"},
+            answer="d",
+            why={"a": "The read-out's own gradient is its input times dL/dlogits: bank's output is not 0, so W_out "
+                      f"learns (its gradient's size: {sizes['W_out']:.3f}), and so does b_out.",
+                 "b": "Everything below the read-out gets its gradient through dL/d(output) = dL/dlogits W_outᵀ, "
+                      "and with W_out = 0 that product is 0.",
+                 "c": "W_V's gradient comes through the read-out too: dL/dV = weightsᵀ dL/d(output), and "
+                      "dL/d(output) = dL/dlogits W_outᵀ = 0.",
+                 "d": "dL/d(output) = dL/dlogits W_outᵀ = 0, and W_V, W_Q, W_K get theirs through it. W_out and "
+                      f"b_out learn (sizes {sizes['W_out']:.3f}, {sizes['b_out']:.3f}), so after one step the rest can."},
+            hint="What multiplies every gradient below the read-out?")

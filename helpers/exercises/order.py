@@ -1,5 +1,7 @@
-"""Exercises of notebooks 06 and 07: order and position (permuted outputs, a sinusoidal entry), and the
-convex hull of the values (what attention alone cannot do)."""
+"""Exercises of notebooks 06 and 07: order and position (permuted outputs, order under a causal mask, a
+reversed source in cross-attention, the mean with positions; a sinusoidal entry, no longer asked by 06 since
+its Build it computes every entry, stays for instructors), and the convex hull of the values (what attention
+alone cannot do)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from helpers.positions import sinusoidal_positional_encoding
 
 __all__ = [
     "PermutedOutputExercise", "SinusoidalEntryExercise", "HullExercise",
-    "CausalOrderExercise",
+    "CausalOrderExercise", "ReversedSourceExercise", "PositionsMeanExercise",
 ]
 
 
@@ -302,3 +304,98 @@ class HullExercise(ChoiceExercise):
             options=self.OPTIONS, answer=answer, why={"yes": yes, "no": no},
             hint=("An output is w_1 v_1 + ... + w_n v_n with every w_j >= 0 and their sum 1. Draw the values, "
                   "stretch a rubber band around them: which side of the band is the point on?"))
+
+
+class ReversedSourceExercise(ChoiceExercise):
+    """Cross-attention with the source sentence reversed: what happens to the target queries' outputs (understanding).
+
+    Q: (n_q, d_k) the target's queries; K: (n_k, d_k), V: (n_k, d_v) the source's keys and values, without
+    positions; targets: the n_q query words; order: the source's key positions in the new order (a permutation
+    of 0 .. n_k - 1). The checker runs attention on both orders: a query reads the key-value pairs as a set,
+    so each target word keeps its output (option "a"). Named wrong options: ``rows_follow_keys`` (b: the output
+    rows reversed, as self-attention's were) and ``keys_order_matters`` (c). Raises ValueError, naming the
+    argument, for shapes that do not fit, an order that is no permutation, or inputs that cannot tell the
+    options apart (the outputs of the first order reversed equal to them).
+    """
+
+    named = {"b": "rows_follow_keys", "c": "keys_order_matters"}
+
+    def __init__(self, Q, K, V, targets, order):
+        Q, K, V = (_matrix(m, name) for m, name in ((Q, "Q"), (K, "K"), (V, "V")))
+        if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
+            raise ValueError(f"Q (n_q, d_k), K (n_k, d_k) and V (n_k, d_v) must fit; got {Q.shape}, {K.shape}, {V.shape}")
+        targets = [str(t) for t in targets]
+        if len(targets) != Q.shape[0]:
+            raise ValueError(f"targets must name the {Q.shape[0]} queries; got {targets}")
+        order = np.asarray(order)
+        if order.shape != (K.shape[0],) or sorted(order.tolist()) != list(range(K.shape[0])):
+            raise ValueError(f"order must hold each key position 0 to {K.shape[0] - 1} once; got {order.tolist()}")
+        before = scaled_dot_product_attention(Q, K, V)[0]
+        after = scaled_dot_product_attention(Q, K[order], V[order])[0]
+        kept = bool(np.allclose(after, before, rtol=1e-12, atol=1e-12))
+        if not kept or np.allclose(before[::-1], before, rtol=1e-9, atol=1e-9):
+            raise ValueError("Q, K, V must be inputs where the outputs stay and differ from their reverse")
+        words = " and ".join(f"'{t}'" for t in targets)
+        super().__init__(
+            question=f"Reverse the source sentence (its keys and values; no positions). What happens to the "
+                     f"outputs of {words}?",
+            options={"a": "each keeps its output",
+                     "b": "they come out in reverse order",
+                     "c": "they change"},
+            answer="a",
+            why={"a": f"A query's output is a weighted sum over the key-value pairs: their order does not matter "
+                      f"(kept: {kept}). The rows are the queries, which did not move.",
+                 "b": "In self-attention the queries are the moved words, so the rows move. Here the rows are "
+                      f"the target's queries ({words}), and they stayed where they were.",
+                 "c": "A weighted sum does not depend on the order of its terms. Without positions, a query "
+                      "cannot tell in which order the source's words came."},
+            hint="Which sentence do the rows belong to?")
+
+
+class PositionsMeanExercise(ChoiceExercise):
+    """With positions added, does reordering a sentence keep the mean of its outputs? (understanding)
+
+    X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k); W_V: (d_model, d_v); PE: (n, d_model) the
+    position vectors of places 0 .. n - 1; order: the words' old positions in the new order. The checker runs
+    one layer on X + PE and on X[order] + PE and compares the means of the outputs: the words now enter with
+    another place's vector, so the inputs are other vectors and the mean moves (option "b"). Named wrong
+    options: ``mean_ignores_order`` (a) and ``same_positions`` (c). Raises ValueError, naming the argument,
+    for shapes that do not fit or inputs whose means stay (they cannot tell the options apart).
+    """
+
+    named = {"a": "mean_ignores_order", "c": "same_positions"}
+
+    def __init__(self, X, W_Q, W_K, W_V, PE, order):
+        X, W_Q, W_K, W_V, PE = (_matrix(m, name) for m, name in
+                                ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V"), (PE, "PE")))
+        if PE.shape != X.shape:
+            raise ValueError(f"PE must have the shape of X {X.shape}; got {PE.shape}")
+        for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
+            if W.shape[0] != X.shape[1]:
+                raise ValueError(f"{name} must have d_model = {X.shape[1]} rows; got {W.shape}")
+        order = np.asarray(order)
+        if order.shape != (X.shape[0],) or sorted(order.tolist()) != list(range(X.shape[0])):
+            raise ValueError(f"order must hold each position 0 to {X.shape[0] - 1} once; got {order.tolist()}")
+
+        def mean_output(rows):
+            return scaled_dot_product_attention(rows @ W_Q, rows @ W_K, rows @ W_V)[0].mean(axis=0)
+
+        plain = bool(np.allclose(mean_output(X[order]), mean_output(X), rtol=1e-12, atol=1e-12))
+        first, moved = mean_output(X + PE), mean_output(X[order] + PE)
+        gap = float(np.abs(moved - first).max())
+        if gap < 1e-6:
+            raise ValueError("X, PE and order must be inputs whose mean output moves when positions are added")
+        super().__init__(
+            question="Reverse the sentence with the positions added (X[perm] + PE). Is the mean of the outputs "
+                     "the same as before?",
+            options={"a": "yes: a mean ignores order",
+                     "b": "no: the inputs are other vectors",
+                     "c": "yes: the same position vectors"},
+            answer="b",
+            why={"a": f"Without positions it does (measured: the same {plain}). With them, the inputs themselves "
+                      f"change: the mean moves by up to {gap:.3f}.",
+                 "b": f"Each word gets its new place's position vector: other sums, so the mean moves (by up to "
+                      f"{gap:.3f}; without positions it stays: {plain}).",
+                 "c": "The same position vectors, yes, but added to other words: the sums are other vectors, "
+                      f"and the mean moves by up to {gap:.3f}."},
+            hint="Is X[perm] + PE a reordering of X + PE?")

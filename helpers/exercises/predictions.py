@@ -4,13 +4,15 @@ Each is a :class:`ChoiceExercise` whose right option is computed from the
 inputs the notebook shows (so an instructor who edits them edits nothing
 else), and whose wrong options are named after the misconception that leads
 to them (ChoiceExercise's ``named``): the feedback key is that name, not
-``chose_<option>``. Notebook 02's design exercise is ``KeyDesignExercise``
-in key_design.py, shared with notebook 01.
+``chose_<option>``.
 
 - :class:`LeanOnExercise` (notebook 02): which word a query leans on most in
   a sentence it has not seen. Wrong answers: the longest key, the key that
   points best along the query, the word whose vector is most like the
   asking word's own.
+- :class:`LongKeyCauseExercise` (notebook 02): why some rows put nearly all
+  their weight on one word, chosen among stated causes. Wrong answers: where
+  the word stands, its value, its word vector being like theirs.
 - :class:`SpreadGrowthExercise` (notebook 03): how the typical gap between
   two unscaled scores grows when d_k is multiplied (by the square root of
   the factor; the factor itself is the variance's growth).
@@ -26,7 +28,7 @@ import numpy as np
 from helpers.attention import softmax
 from helpers.exercises.base import ChoiceExercise, _index, _matrix
 
-__all__ = ["LeanOnExercise", "SpreadGrowthExercise", "SaturatedRowExercise"]
+__all__ = ["LeanOnExercise", "LongKeyCauseExercise", "SpreadGrowthExercise", "SaturatedRowExercise"]
 
 
 class LeanOnExercise(ChoiceExercise):
@@ -103,6 +105,81 @@ class LeanOnExercise(ChoiceExercise):
         """Print the question; the options are the sentence's words."""
         print(self.question_text)
         print("  words:", ", ".join(self.OPTIONS.values()))
+
+
+def _vec(x):
+    """A short vector as the notebook prints it in prose: [4, 0], [4.5, -1.5]."""
+    return "[" + ", ".join(f"{float(v):g}" for v in np.asarray(x, dtype=float)) + "]"
+
+
+class LongKeyCauseExercise(ChoiceExercise):
+    """Explain a printed result: why the rows of ``rows`` put nearly all their weight on ``key``.
+
+    X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k); W_V: (d_model, d_v); tokens: the n words;
+    rows: the asking words whose rows the notebook printed; key: the word they lean on. The causes
+    offered: (a) where the word stands in the sentence (``position``: these vectors carry no position,
+    so no score depends on the order), (b) its key, the longest of the sentence, pointing as nearly
+    along each of their queries as any key does (the right one: score = |q| |k| cos, Vaswani et al.
+    2017, sec. 3.2.1, and the softmax keeps the order), (c) its value (``value_given``: the weights
+    come from queries and keys only), (d) its word vector being like theirs (``similar_vector``:
+    attention compares queries with keys, not word vectors). Raises ValueError naming the argument
+    unless ``key``'s key is the longest, takes the largest weight in every row of ``rows``, and no
+    other key points more nearly along any of their queries (the cause (b) states): then another
+    exercise fits those inputs better.
+    """
+
+    def __init__(self, X, W_Q, W_K, W_V, tokens, rows, key):
+        X, W_Q, W_K, W_V = (_matrix(m, name) for m, name in ((X, "X"), (W_Q, "W_Q"), (W_K, "W_K"), (W_V, "W_V")))
+        tokens = [str(t) for t in tokens]
+        if len(tokens) != X.shape[0] or W_Q.shape[0] != X.shape[1] or W_K.shape != W_Q.shape or W_V.shape[0] != X.shape[1]:
+            raise ValueError(f"X must have one row per token and W_Q, W_K, W_V one row per entry of a word vector; "
+                             f"got X {X.shape}, {len(tokens)} tokens, W_Q {W_Q.shape}, W_K {W_K.shape}, W_V {W_V.shape}")
+        if isinstance(rows, str) or not rows:
+            raise ValueError(f"rows must be a list of the asking words; got {rows!r}")
+        j = _index(tokens, key, "key")
+        asking = [_index(tokens, r, "rows") for r in rows]
+        Q, K = X @ W_Q, X @ W_K
+        scores = Q @ K.T
+        lengths = np.linalg.norm(K, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cosines = scores / (np.linalg.norm(Q, axis=1)[:, None] * lengths[None, :])
+        if int(np.argmax(lengths)) != j:
+            raise ValueError(f"key must be the word with the longest key; got {key!r}, whose key is "
+                             f"{lengths[j]:.3g} long against {tokens[int(np.argmax(lengths))]!r}'s {lengths.max():.3g}")
+        for i in asking:
+            if int(np.argmax(scores[i])) != j or np.nanmax(cosines[i]) > cosines[i, j] + 1e-9:
+                raise ValueError(f"rows: the row of {tokens[i]!r} must put its largest weight on {key!r}, "
+                                 f"whose key no other key may point more nearly along {tokens[i]!r}'s query")
+        names = [tokens[i] for i in asking]
+        them = " and ".join(f"'{t}'" for t in names) if len(names) < 3 else \
+            ", ".join(f"'{t}'" for t in names[:-1]) + f" and '{names[-1]}'"
+        options = {
+            "a": f"Where '{key}' stands in the sentence, relative to {them}.",
+            "b": f"The key of '{key}', {_vec(K[j])}: the longest in the sentence, and no other key points more "
+                 "nearly along their queries.",
+            "c": f"The value of '{key}', {_vec(X[j] @ W_V)}: the weights go where there is the most to hand over.",
+            "d": f"The word vector of '{key}', {_vec(X[j])}, is like theirs.",
+        }
+        self.named = {"a": "position", "c": "value_given", "d": "similar_vector"}
+        each = "; ".join(f"'{tokens[i]}' asks {_vec(Q[i])} and scores '{key}' {scores[i, j]:g}, the next key "
+                         f"{np.sort(scores[i])[-2]:g}" for i in asking)
+        like = ", ".join(f"{float(X[i] @ X[j] / (np.linalg.norm(X[i]) * np.linalg.norm(X[j]))):.2f}" for i in asking)
+        why = {
+            "a": ("These vectors carry no position: shuffle the words and every score stays the same. "
+                  "The cause must be in the queries and keys."),
+            "b": (f"A score is |q| x |k| x cos. The key of '{key}' is the longest, and it points as nearly along "
+                  f"their queries as any key does, so it wins on both factors: {each}."),
+            "c": ("The values do not enter the weights: the weights are softmax(Q K^T / sqrt(d_k)), queries "
+                  "against keys. The values decide only what the output mixes."),
+            "d": (f"Even a word vector that is the most like theirs would not explain it: attention never compares "
+                  f"word vectors, it scores each query against each key, x W_Q against x W_K. (Here the vectors "
+                  f"are not even alike: the cosines of theirs with the vector of '{key}' are {like}.)"),
+        }
+        super().__init__(
+            question=(f"The rows of {them} put nearly all their weight on '{key}'. Which cause explains it?"),
+            options=options, answer="b", why=why,
+            hint=("A weight follows its score, and a score is |q| x |k| x cos. Which of the causes changes a "
+                  "query or a key? Their queries are their vectors times W_Q; compare each key's length and direction."))
 
 
 class SpreadGrowthExercise(ChoiceExercise):

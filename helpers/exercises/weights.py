@@ -1,4 +1,4 @@
-"""Exercises of notebooks 01-03: scores, softmax rows, weights, projections, outputs, d_k and scaling."""
+"""Exercises of notebooks 01-03: scores, softmax rows, weights, projections, outputs, a query's question, d_k and scaling."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from helpers.inputs import refuse_masked_array
 
 __all__ = [
     "ScoreExercise", "SoftmaxRowExercise", "AttentionWeightsExercise", "ProjectionExercise",
-    "OutputExercise", "DkPredictionExercise", "ScoreVarianceExercise",
+    "OutputExercise", "DkPredictionExercise", "ScoreVarianceExercise", "QuestionVectorExercise",
 ]
 
 
@@ -460,6 +460,80 @@ class OutputExercise(_NumericExercise):
         self.correct_note = f"'{token}' leaves as {_fmt(self.expected)}, a mix of the values weighted by attention."
 
 
+class QuestionVectorExercise(_NumericExercise):
+    """The vector u = W_K q with which one word's query scores every word x as x . u (notebook 02).
+
+    X: (n, d_model) word vectors; W_Q, W_K: (d_model, d_k); tokens: the n words; query: the asking word.
+    The query q = x_query W_Q has d_k entries. For every word vector x, q . (x W_K) = x . (W_K q): the
+    same products, added in another order. So u = W_K q has d_model entries, one per entry of a word
+    vector: the query's question asked in the words' own space (notebook 02, section 4, where
+    d_model = d_k = 2; the exercise transfers it to other widths). names: the notebook's names for "X",
+    "W_Q", "W_K" and the query's position, for the solution. The answer has shape (d_model,).
+    Named mistakes, each kept only where these inputs tell it apart: ``query_itself`` (q),
+    ``key_of_query`` (x_query W_K, the asking word's own key), ``W_Q_twice`` (W_Q q), ``scores_given``
+    (X u, every word's score), ``already_scaled`` (u / sqrt(d_k)), ``word_not_query`` (W_K x_query, the
+    word vector in place of its query; only when d_model = d_k). Raises ValueError naming the argument
+    for mismatched shapes, a query not among the tokens, or a query of zeros (it asks nothing).
+    """
+
+    def __init__(self, X, W_Q, W_K, tokens, query, names=None):
+        X, W_Q, W_K = _matrix(X, "X"), _matrix(W_Q, "W_Q"), _matrix(W_K, "W_K")
+        n, d_model = X.shape
+        if W_Q.shape[0] != d_model or W_K.shape != W_Q.shape:
+            raise ValueError(f"W_Q and W_K must both have shape (d_model, d_k) with d_model = {d_model}; "
+                             f"got {W_Q.shape} and {W_K.shape}")
+        if len(tokens) != n:
+            raise ValueError(f"tokens must name the {n} rows of X; got {len(tokens)} tokens")
+        i = _index(tokens, query, "query")
+        d_k = W_K.shape[1]
+        q = X[i] @ W_Q
+        if not np.any(q):
+            raise ValueError(f"the query of {query!r} is all zeros: it scores every word 0, so it asks nothing")
+        u = W_K @ q
+        self.expected = u
+        self.atol = EXACT_ATOL
+        self.container_labels = (None, None)
+        self.shape_note = (f"u multiplies word vectors, so it has one entry per entry of a word vector: "
+                           f"d_model = {d_model} numbers (the query has d_k = {d_k})")
+        self.title = f"the vector with which the query of '{query}' scores every word"
+        variants = [
+            ("query_itself",
+             f"That is the query of '{query}' itself, q = x_{query} W_Q: it scores keys, which are d_k = {d_k} "
+             f"wide. The exercise asks for the vector that scores word vectors (d_model = {d_model} wide): "
+             f"move W_K over to the query, u = W_K q.", q),
+            ("key_of_query",
+             f"That is the key of '{query}' (x_{query} W_K): how '{query}' answers, not what it asks. "
+             f"Its query comes first, q = x_{query} W_Q; then u = W_K q.", X[i] @ W_K),
+            ("W_Q_twice",
+             f"You multiplied the query by W_Q again (W_Q q). The scores use the keys, x W_K, so W_K is the "
+             f"matrix that moves over to the query: u = W_K q.", W_Q @ q),
+            ("scores_given",
+             f"Those are the scores of the {n} words, X u: one number per word. The exercise asks for u "
+             f"itself, the vector that gives any word's score as x . u.", X @ u),
+            ("already_scaled",
+             f"That is u divided by sqrt(d_k) = {_fmt(np.sqrt(d_k))}: one step too far. The exercise asks "
+             "for the raw score x . u; the division comes after it.", u / np.sqrt(d_k)),
+            ("word_not_query",
+             f"You multiplied W_K by the word vector of '{query}', not by its query. Its query comes first, "
+             f"q = x_{query} W_Q; then u = W_K q.", W_K @ X[i] if d_model == d_k else None),
+        ]
+        self._set_variants([v for v in variants if v[2] is not None])
+        names = _Names(names, {"X": "X", "W_Q": "W_Q", "W_K": "W_K"})
+        self.hint_text = (f"A score is q . (x W_K) = x . (W_K q) for any word vector x: the same products, added "
+                          f"in another order. Make the query of '{query}' first. Which of the two matrices "
+                          "moves over to it, and how wide is the result?")
+        scores = ", ".join(f"'{t}' {_fmt(s)}" for t, s in zip(tokens, X @ u))
+        self.solution_text = _code([
+            (f"my_q = {names['X']}[{names.row(query)}] @ {names['W_Q']}",
+             f"the query of '{query}': {_fmt(q)}, d_k = {d_k} numbers"),
+            (f"answer = {names['W_K']} @ my_q", f"u = W_K q = {_fmt(u)}, d_model = {d_model} numbers"),
+        ]) + "\n" + _comment(f"check: {names['X']} @ answer gives the scores {_fmt(X @ u)}, as "
+                             f"({names['X']} @ {names['W_K']}) @ my_q does")
+        self.correct_note = (f"Every word x scores x . u against the query of '{query}': here {scores}. "
+                             f"u has d_model = {d_model} entries, one per entry of a word vector; the query "
+                             f"has d_k = {d_k}.")
+
+
 class DkPredictionExercise(ChoiceExercise):
     """Predict what happens to the weights when the key width d_k grows.
 
@@ -547,7 +621,10 @@ class ScoreVarianceExercise(_NumericExercise):
     and of the key (independent, mean 0). The answer is d_k * var_q * var_k:
     each term q_i k_i has variance var_q * var_k, and the variances of
     independent terms add up (Vaswani et al. 2017, section 3.2.1, footnote 4).
-    Tolerance 0.5: the prediction is exact, not a measurement.
+    Tolerance 0.5: the prediction is exact, not a measurement. Named
+    mistakes: ``std_not_variance``, ``after_scaling`` (one term's variance),
+    ``squared_width`` (d_k squared), ``unit_variances`` (d_k alone, when the
+    variances are not 1), ``measured`` (within 10 % of it, not exact).
     """
 
     def __init__(self, d_k, var_q=1.0, var_k=1.0):
@@ -570,6 +647,9 @@ class ScoreVarianceExercise(_NumericExercise):
             ("squared_width",
              f"Variances of independent terms add up: d_k terms of variance {_fmt(term)} give d_k times "
              f"{_fmt(term)}, not d_k squared.", np.asarray(d_k ** 2 * term)),
+            ("unit_variances",              # told apart only when var_q * var_k is not 1
+             f"That is d_k alone, right only when every entry has variance 1. Here one term q_i k_i has "
+             f"variance var_q × var_k = {_fmt(var_q)} × {_fmt(var_k)}.", np.asarray(float(d_k))),
         ])
         self.hint_text = ("q . k = q_1 k_1 + ... + q_dk k_dk. What is the variance of one term q_i k_i when q_i "
                           "and k_i are independent with mean 0? And of a sum of independent terms?")

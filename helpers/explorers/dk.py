@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from dataclasses import dataclass
 
@@ -64,7 +65,7 @@ class DkState:
 SATURATED = 0.99
 
 
-def dk_state(d_k=64, scaled=True, n=6, seed=0):
+def dk_state(d_k=64, scaled=True, n=6, seed=0, *, attention=None):
     """Attention weights of ``n`` random queries against ``n`` random keys of width ``d_k``.
 
     Queries and keys have independent N(0, 1) entries (``random_queries_keys``),
@@ -77,6 +78,12 @@ def dk_state(d_k=64, scaled=True, n=6, seed=0):
     keys can shrink again, so a row that saturated at one d_k may share its
     weight at a larger one.
 
+    attention: the function that computes the weights, with the course's
+    signature (``attention(Q, K, V, mask=None, scale=None) -> (output,
+    weights)``); None means ``scaled_dot_product_attention``. Notebook 03
+    passes what ``helpers.pieces.piece("attention")`` gives: yours once it
+    is right, and then a last message says so: "Computed by your attention."
+
     Returns a :class:`DkState`. Raises ValueError unless d_k and n are
     positive whole numbers, ``scaled`` is True or False and ``seed`` a
     non-negative whole number.
@@ -85,7 +92,9 @@ def dk_state(d_k=64, scaled=True, n=6, seed=0):
     scaled = _flag(scaled, "scaled")
     Q, K = random_queries_keys(d_k, n=n, seed=seed)
     scale = 1.0 / np.sqrt(d_k) if scaled else 1.0
-    _, weights = scaled_dot_product_attention(Q, K, np.eye(n), scale=scale)
+    run = scaled_dot_product_attention if attention is None else attention
+    yours = inspect.unwrap(run) is not scaled_dot_product_attention     # piece()'s course attention wraps it
+    weights = np.asarray(run(Q, K, np.eye(n), scale=scale)[1])
     scores = Q @ K.T
     entropy = attention_entropy(weights)
     largest = float(weights.max())
@@ -113,6 +122,8 @@ def dk_state(d_k=64, scaled=True, n=6, seed=0):
             + ", ".join(f"{row_gradient[i]:.3f}" for i in saturated)
             + f" (an even row of {n} gives {np.sqrt(n - 1) / n:.3f}), so training could hardly move "
             + ("its" if one else "their") + " weights.")
+    if yours:
+        messages.append("Computed by your attention.")
     return DkState(d_k=d_k, scaled=scaled, scale=float(scale), scores=scores, weights=weights,
                    entropy=entropy, largest_weight=largest, score_std=score_std,
                    gradient=gradient, max_entropy=float(np.log(n)), messages=tuple(messages),
@@ -127,13 +138,15 @@ def _draw_dk(state):
                               title=title, row_notes={"entropy (nats)": state.entropy})
 
 
-def dk_explorer(d_k=64, scaled=True):
+def dk_explorer(d_k=64, scaled=True, *, attention=None):
     """Explore d_k and the 1/sqrt(d_k) scaling: six random queries against six random keys.
 
     Controls: ``d_k`` (a slider over DK_CHOICES, 1 to 1024) and ``scaled``
     (a checkbox: divide the scores by sqrt(d_k)). The picture shows the
     weights, each row's entropy, the largest weight and the spread of the
-    scores. Returns an :class:`Explorer`; its ``.state`` is a :class:`DkState`.
+    scores. ``attention``: the function every state is computed by, as
+    :func:`dk_state` takes it (None: the course's). Returns an
+    :class:`Explorer`; its ``.state`` is a :class:`DkState`.
     Raises ValueError unless d_k is one of DK_CHOICES and ``scaled`` is True or False.
     """
     if isinstance(d_k, bool) or not isinstance(d_k, numbers.Integral) or d_k not in DK_CHOICES:
@@ -141,5 +154,5 @@ def dk_explorer(d_k=64, scaled=True):
     slider = widgets.SelectionSlider(options=DK_CHOICES, value=int(d_k), description="d_k",
                                      layout=widgets.Layout(width="420px"))
     box = widgets.Checkbox(value=_flag(scaled, "scaled"), description="divide the scores by √d_k", indent=False)
-    return Explorer(lambda d_k, scaled: dk_state(d_k, scaled), _draw_dk,
+    return Explorer(lambda d_k, scaled: dk_state(d_k, scaled, attention=attention), _draw_dk,
                     {"d_k": slider, "scaled": box}, [[slider, box]], height="300px", name="dk")
