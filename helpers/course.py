@@ -62,5 +62,6 @@ BUILT_IN = {
     "kv_cache_step": "notebook 08",
     "softmax_backward": "notebook 09",
     "apply_rope": "notebook 10",
+    "layer_norm": "notebook 07",
     "encoder_block": "notebook 11",
 }

@@ -79,16 +79,43 @@ def collapse_residual(X):
     return float(out) if out.ndim == 0 else out
 
 
-def layer_norm(x, eps=1e-12):
-    """LayerNorm without learned gain and bias: each row to mean 0 and variance 1 (Ba et al. 2016).
+def layer_norm(x, gamma=None, beta=None, eps=1e-12):
+    """LayerNorm over the last axis (Ba, Kiros & Hinton 2016, eq. 3-4; the Add & Norm of Vaswani et al. 2017, sec. 3.1).
 
-    x : array (..., d_model). Returns an array of the same shape. A row with
-    every entry equal becomes all zeros.
+        mu = mean(x),  var = mean((x - mu)^2)      over the d_model features of each token
+        layer_norm(x) = (x - mu) / sqrt(var + eps) * gamma + beta
+
+    x : array (..., d_model) of finite numbers, d_model >= 1.
+    gamma, beta : arrays (d_model,), the learned gain and bias; None means ones (gamma) and zeros (beta),
+        LayerNorm without them.
+    eps : positive finite number added to the variance inside the square root (1e-12, as BERT and MiniLM).
+
+    Returns an array of the shape of x. The variance is the biased one (divided by d_model, not d_model - 1).
+    A row with every entry equal becomes beta.
+
+    Raises ValueError naming the argument: x not a finite real array with a last axis of length >= 1,
+    gamma or beta not finite or not of shape (d_model,), eps not a positive finite number.
     """
-    x = np.asarray(x, dtype=float)
+    x = real_array(x, "x")
+    if x.ndim < 1 or x.shape[-1] == 0:
+        raise ValueError(f"x must have shape (..., d_model) with d_model >= 1; got {x.shape}")
+    d = x.shape[-1]
+    gamma, beta = (np.full(d, fill) if p is None else _feature_vector(p, name, d)
+                   for p, name, fill in ((gamma, "gamma", 1.0), (beta, "beta", 0.0)))
+    if (isinstance(eps, bool) or not isinstance(eps, numbers.Real)
+            or not np.isfinite(float(eps)) or float(eps) <= 0):
+        raise ValueError(f"eps must be a positive finite number; got {eps!r}")
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps)
+    return (x - mean) / np.sqrt(var + float(eps)) * gamma + beta
+
+
+def _feature_vector(p, name, d):
+    """``p`` (gamma or beta) as a finite float array (d,), or ValueError naming ``name``."""
+    arr = real_array(p, name)
+    if arr.shape != (d,):
+        raise ValueError(f"{name} must have shape (d_model,) = ({d},), one entry per feature of x; got {arr.shape}")
+    return arr
 
 
 @dataclass(frozen=True)
@@ -119,7 +146,7 @@ def _whole(value, name, least):
     return int(value)
 
 
-def stack_residuals(X, num_layers, layout="attention", num_heads=1, scale=1.0, seed=0):
+def stack_residuals(X, num_layers, layout="attention", num_heads=1, scale=1.0, seed=0, layer_norm=layer_norm):
     """Run X through a stack of random layers and measure its collapse after each one.
 
     Each layer draws its own W_Q, W_K, W_V, W_O (d_model, d_model) and, for
@@ -129,7 +156,8 @@ def stack_residuals(X, num_layers, layout="attention", num_heads=1, scale=1.0, s
     biases left out). Every entry is normal with mean 0 and standard
     deviation scale / sqrt(fan_in), fan_in being the number of rows of the
     matrix, all from ``np.random.default_rng(seed)``: the same arguments
-    give the same numbers. LayerNorm has no learned gain or bias.
+    give the same numbers. LayerNorm has no learned gain or bias
+    (``layer_norm(x)``, gamma and beta left at None).
 
     Parameters
     ----------
@@ -140,6 +168,9 @@ def stack_residuals(X, num_layers, layout="attention", num_heads=1, scale=1.0, s
     scale : positive finite number, the size of the random weights
         (1.0 keeps a random vector about the same length through W).
     seed : whole number >= 0.
+    layer_norm : the LayerNorm the post-LN and pre-LN layouts run, called as
+        ``layer_norm(x)`` on (n, d_model): this module's by default, or the
+        learner's from ``helpers.pieces.piece("layer_norm")`` (notebook 07).
 
     Returns
     -------
@@ -149,9 +180,12 @@ def stack_residuals(X, num_layers, layout="attention", num_heads=1, scale=1.0, s
     ------
     ValueError naming the argument: X not a finite (n, d_model) array,
     num_layers or seed not a whole number in range, layout not in LAYOUTS,
-    scale not positive and finite, num_heads not dividing d_model.
+    scale not positive and finite, num_heads not dividing d_model,
+    layer_norm not callable.
     """
     X = _matrix(X, "X")
+    if not callable(layer_norm):
+        raise ValueError(f"layer_norm must be a function of x (n, d_model); got {type(layer_norm).__name__}")
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d_model), one sentence; got {X.shape}")
     num_layers = _whole(num_layers, "num_layers", 1)

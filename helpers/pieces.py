@@ -9,7 +9,7 @@ the course's function until then::
 
 Notebook 01 serves softmax and attention; notebook 04 adds causal_mask and
 padding_mask (and attention with masks and batches).
-Notebook 06 adds positional_encoding; notebook 08 adds
+Notebook 06 adds positional_encoding; notebook 07 layer_norm (its block at the end); notebook 08 adds
 online_softmax_update, tiled_attention and kv_cache_step (TILING, below);
 notebook 09 adds softmax_backward and notebook 10 rope (their blocks at the end).
 
@@ -53,6 +53,8 @@ from helpers.tiling import KVCache as course_kv_cache, online_softmax_update as 
 from helpers.tiling import tiled_attention as course_tiled
 from helpers.training import softmax_backward as course_softmax_backward      # notebook 09
 from helpers.positions import apply_rope as course_apply_rope                 # notebook 10
+from helpers.depth import layer_norm as course_layer_norm                     # notebook 07
+from helpers.checkers import checker_layer_norm
 
 __all__ = ["piece", "clear_cache", "this_notebook", "CHOICES", "USES"]
 
@@ -79,6 +81,8 @@ def piece(name, use="auto", *, workbook=None, masks=False, batches=False, float6
         helpers.training's (the course's input checks first).
         Notebook 10's "rope" (workbook.apply_rope): ``apply_rope(x, positions=None, base=10000.0)`` as
         helpers.positions'; yours takes no base, so another base raises ValueError (use="course" for it).
+        Notebook 07's "layer_norm": ``layer_norm(x, gamma=None, beta=None, eps=1e-12)`` as helpers.depth's,
+        gamma and beta None meaning no gain and no bias (yours is given ones and zeros).
     use: "auto" (the default): your workbook function when ``diagnose`` says
         Correct for it with this stage's options, else the course's; "course":
         the course's, to compare with yours side by side; "yours": yours even
@@ -691,6 +695,38 @@ _FURTHER["rope"] = (_adapt_rope, course_apply_rope, lambda: (np.array([[1.0, 0.5
 _WORKBOOK_NAMES["rope"] = "apply_rope"
 CHOICES += ("rope",)
 _OPTIONS["rope"] = ()
+
+
+# --------------------------------------------------------------------------
+# Notebook 07's piece: layer_norm(x, gamma=None, beta=None, eps=1e-12) as helpers.depth's
+# --------------------------------------------------------------------------
+
+def _adapt_layer_norm(fn):
+    """Yours with the course's signature: gamma and beta may be left out (None: ones and zeros, no gain or bias),
+    as stack_residuals and notebook 11's block call it; the inputs are checked as the course's are."""
+    eps_place = parameter(fn, checker_layer_norm.PIECE.optional["eps"][0], 3)
+
+    def layer_norm(x, gamma=None, beta=None, eps=1e-12):
+        course_layer_norm(x, gamma, beta, eps)          # the course's checks (ValueError naming the argument)
+        x = inputs.real_array(x, "x")
+        d = x.shape[-1]
+        gamma = np.ones(d) if gamma is None else inputs.real_array(gamma, "gamma").copy()
+        beta = np.zeros(d) if beta is None else inputs.real_array(beta, "beta").copy()
+        args = (x.copy(), gamma, beta)
+        if eps_place is None:
+            value = fn(*args)
+        elif eps_place[0] == "position":
+            value = fn(*args, float(eps))
+        else:
+            value = fn(*args, **{eps_place[1]: float(eps)})
+        return value if isinstance(value, np.ndarray) else _numbers("layer_norm", value)[0]
+    return functools.update_wrapper(layer_norm, fn)
+
+
+_FURTHER["layer_norm"] = (_adapt_layer_norm, course_layer_norm,
+                          lambda: (np.array([[1.0, 2.0, 3.0, 4.0]]), np.ones(4), np.zeros(4)))
+CHOICES += ("layer_norm",)
+_OPTIONS["layer_norm"] = ()
 
 
 _SERVED = {**_MASKS, **{name: (_HEADS_ADAPT[name], _HEADS_COURSE[name]) for name in HEADS}, **_POSITIONS, **_TILING,

@@ -184,6 +184,20 @@ def apply_rope(x, positions=None):
     raise NotImplementedError("rope: not written yet")
 
 
+def layer_norm(x, gamma, beta, eps=1e-12):
+    """LayerNorm over the last axis (Ba, Kiros & Hinton 2016, eq. 3-4; Vaswani et al. 2017, sec. 3.1).
+
+    x: (..., d_model) token vectors; gamma, beta: (d_model,), the learned gain
+    and bias; eps: added to the variance (1e-12, as BERT and MiniLM).
+    For each token, over its d_model features:
+        mu = mean(x),  var = mean((x - mu)^2)   (divided by d_model)
+        out = (x - mu) / sqrt(var + eps) * gamma + beta
+    Returns a new array, the shape of x.
+    Check it: diagnose(workbook.layer_norm, piece="layer_norm").
+    """
+    raise NotImplementedError("layer_norm: not written yet")
+
+
 def encoder_block(x, params, num_heads, mask=None):
     """One encoder layer of all-MiniLM-L6-v2 (BERT), from your own pieces.
 

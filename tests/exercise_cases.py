@@ -181,6 +181,11 @@ PHRASES = {
     "skip_guarantees": "their bound no longer forces a collapse",
     "layer_norm_keeps_apart": "LayerNorm resets each token's size",
     "pre_ln_always_holds": "that was not enough",
+    # notebook 07's exercises of understanding (issue 33 sec. 2)
+    "norm_keeps_tokens_apart": "LayerNorm is not a rescaling of the whole sentence",
+    "norm_makes_tokens_equal": "a condition on each token, not one vector",
+    "post_ln_collapses": "collapsed in the table only with large weights",
+    "training_keeps_apart": "Random weights are not bound to end below trained ones",
 }
 
 # The named mistakes of issue 3, and the keys that name them.
@@ -377,6 +382,23 @@ CASES = {
         ],
     },
     "07_limits.ipynb": {
+        "ex_norm": [
+            (None, "answer = 'b'", "(1, -1)", "equal features give (0, 0)"),
+            (None, "answer = ' (B) '"),
+            ("norm_keeps_tokens_apart", "answer = 'd'", "its own mean"),
+            ("norm_makes_tokens_equal", "answer = 'a'"),
+            ("not_a_choice", "answer = 2", "'a', 'b', 'c' or 'd'"),
+            ("not_a_choice", "answer = 'e'"),
+            ("not_attempted", "answer = ..."),
+        ],
+        "ex_stack": [
+            (None, "answer = 'c'", "the size of the weights decides it"),
+            (None, "answer = '(C)'"),
+            ("post_ln_collapses", "answer = 'a'", "scale-0.5 column"),
+            ("training_keeps_apart", "answer = 'b'"),
+            ("not_a_choice", "answer = 'd'", "'a', 'b' or 'c'"),
+            ("not_attempted", "answer = ..."),
+        ],
         "ex_hull": [
             (None, "answer = 'no'"),
             (None, "answer = ' No '"),
@@ -392,7 +414,7 @@ CASES = {
             (None, "answer = '(D)'", "never normalised"),
             ("fresh_weights_separate", "answer = 'a'", "inside their hull"),
             ("skip_guarantees", "answer = 'b'", "not a promise"),
-            ("layer_norm_keeps_apart", "answer = 'c'", "because it was trained"),
+            ("layer_norm_keeps_apart", "answer = 'c'", "only with small weights"),
             ("not_a_choice", "answer = 'e'", "'a', 'b', 'c' or 'd'"),
             (None, "answer = 'pre-LN'"),
             ("layer_norm_keeps_apart", "answer = 'post-ln'"),

@@ -119,9 +119,11 @@ def test_the_right_sample_is_right_everywhere_and_the_wrong_one_names_a_mistake_
     results = sample_results
     by_student = {r["student"]: r for r in results}
     expected = {f"07_limits:{name}" for name in checkers_of("07_limits")}
-    assert len(expected) == 2
+    assert len(expected) == 4            # ex_norm, ex_stack (issue 33), ex_hull, ex_layout
     right, wrong = by_student["sample_right"], by_student["sample_wrong"]
-    assert set(right["checks"]) == set(wrong["checks"]) == expected
+    built = "07_limits:diagnose:layer_norm"      # 07's build cell: the wrong sample's variance divides by d_model - 1
+    assert set(right["checks"]) == set(wrong["checks"]) == expected | {built}
+    assert wrong["checks"][built] == (False, "unbiased_variance")
     assert all(correct for correct, _ in right["checks"].values()), right
     for correct, mistake in wrong["checks"].values():
         # the script gives each choice exercise its first wrong option: a named key or chose_<option>
@@ -133,7 +135,7 @@ def test_the_table_counts_and_the_csv_rows(sample_results, tmp_path):
     results = sample_results
     text = report.report(results)
     students = [line.split() for line in text.splitlines() if line.startswith("sample_")]
-    assert students == [["sample_right", "1", "2", "0", "0", "0", "-"], ["sample_wrong", "1", "0", "2", "0", "0", "-"]]
+    assert students == [["sample_right", "1", "5", "0", "0", "0", "-"], ["sample_wrong", "1", "0", "5", "0", "0", "-"]]
     for exercise in checkers_of("07_limits"):
         line = next(line for line in text.splitlines() if line.startswith(f"07_limits:{exercise} "))
         assert line.split()[1:5] == ["1", "1", "0", "0"], line     # correct, wrong, not attempted, not checked

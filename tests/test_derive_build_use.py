@@ -1,4 +1,4 @@
-"""Notebooks 01, 02, 03, 04, 05, 06, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01, 02, 03, 04, 05, 06, 07, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
@@ -6,7 +6,8 @@ beside the worked others (01 and 03: a softmax that skips the maximum, no_max_su
 and runs 01's softmax and attention: an attention without the division by sqrt(d_k), no_scaling; 04: a causal mask that
 hides the diagonal, diagonal_masked; 05: a split_heads that reshapes without the transpose,
 reshape_without_transpose, which the worked multi_head_attention calls, so it gives way too; 06: a positional
-encoding with the exponent i / d_model, exponent_i_over_d; 08: an online_softmax_update that leaves acc
+encoding with the exponent i / d_model, exponent_i_over_d; 07: a layer_norm whose variance divides by
+d_model - 1, unbiased_variance; 08: an online_softmax_update that leaves acc
 unrescaled, acc_not_rescaled, which the worked tiled_attention calls; 09: a softmax_backward that returns
 w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent). Each cell that runs a piece comes after that piece's Build it (in
 this notebook, or an earlier one: 03 builds nothing and runs 01's softmax and attention, 04 runs 01's softmax) and prints one line saying whose ran: "your
@@ -76,6 +77,13 @@ def online_softmax_update(running_max, running_sum, acc, scores, V_block):
     p = np.exp(scores - shift[..., None])
     return new_max, np.exp(running_max - shift) * running_sum + p.sum(axis=-1), acc + p @ V_block   # acc not rescaled
 '''
+UNBIASED = '''
+
+def layer_norm(x, gamma, beta, eps=1e-12):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, ddof=1, keepdims=True)     # ddof=1: divided by d_model - 1 (torch's x.var() default)
+    return (x - mu) / np.sqrt(var + eps) * gamma + beta
+'''
 TILING = ("online_softmax_update", "tiled_attention", "kv_cache_step")
 ROPE_I_OVER_D = '''
 
@@ -137,6 +145,8 @@ CASES = [
          gives_way={"multi_head_attention"}),
     Case("06_order_and_position.ipynb", {"positional_encoding"}, {"attention", "positional_encoding"}, "positional_encoding", I_OVER_D,
          ("the course's positional_encoding (yours: exponent_i_over_d", "; see the Build it above)")),
+    Case("07_limits.ipynb", {"layer_norm"}, {"layer_norm"}, "layer_norm", UNBIASED,
+         ("the course's layer_norm (yours: unbiased_variance", "; see the Build it above)")),
     Case("08_cost_and_tiling.ipynb", set(TILING), {"attention", *TILING}, "online_softmax_update", ACC_KEPT,
          ("the course's online_softmax_update (yours: acc_not_rescaled", "; see the Build it above)"),
          gives_way={"tiled_attention"}),

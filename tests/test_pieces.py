@@ -741,3 +741,45 @@ def test_rope_stubs_worked_and_wrong(tmp_path, capsys):
     assert line == "the course's rope (yours: frequency_exponent; see Build it in notebook 10)"
     assert fold(line) == "[rope: yours or the course's]"
     assert chosen(capsys, "rope", workbook=types.SimpleNamespace())[1] == "the course's rope (yours: no apply_rope in the workbook)"
+
+
+# ------------------------------------------------------------ notebook 07's piece: layer_norm
+
+def layer_norm_ddof1(x, gamma, beta, eps=1e-12):
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, ddof=1, keepdims=True) + eps) * gamma + beta
+
+
+def test_layer_norm_stubs_worked_and_wrong(tmp_path, capsys):
+    from helpers.depth import layer_norm, stack_residuals
+    assert "layer_norm" in CHOICES
+    (tmp_path / "stubs.py").write_text(workbook_source())
+    fn, line = chosen(capsys, "layer_norm", workbook=module_from(tmp_path / "stubs.py", "stubs_for_layer_norm"))
+    assert fn is layer_norm and line == "the course's layer_norm (yours: not attempted yet)"
+    seen = []
+
+    def worked(x, gamma, beta, eps=1e-12):
+        seen.append(eps)
+        return WORKED["layer_norm"](x, gamma, beta, eps)
+    fn, line = chosen(capsys, "layer_norm", workbook=types.SimpleNamespace(layer_norm=worked))
+    assert line == "your layer_norm"
+    x = rng.standard_normal((2, 5, 8))
+    gamma, beta = rng.uniform(0.5, 2, 8), rng.standard_normal(8)
+    seen.clear()
+    np.testing.assert_allclose(fn(x), layer_norm(x), rtol=1e-12, atol=1e-12)   # no gain, no bias: ones and zeros
+    np.testing.assert_allclose(fn(x, gamma, beta, eps=0.5), layer_norm(x, gamma, beta, 0.5), rtol=1e-12)
+    assert seen == [1e-12, 0.5]                                                 # the eps asked for reaches yours
+    np.testing.assert_allclose(fn(x[0].tolist()), layer_norm(x[0]), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="gamma must have shape"):              # the course's checks, before yours
+        fn(x, gamma[:4])
+    with pytest.raises(ValueError, match="eps must be a positive"):
+        fn(x, eps=-1.0)
+    X = rng.standard_normal((6, 8))                  # notebook 07's stacks run on it, the same numbers
+    np.testing.assert_allclose(stack_residuals(X, 3, "pre-LN", 2, layer_norm=fn).residual,
+                               stack_residuals(X, 3, "pre-LN", 2).residual, rtol=1e-9)
+    fn, line = chosen(capsys, "layer_norm", workbook=types.SimpleNamespace(layer_norm=layer_norm_ddof1))
+    assert fn is layer_norm
+    assert line == "the course's layer_norm (yours: unbiased_variance; see Build it in notebook 07)"
+    assert fold(line) == "[layer_norm: yours or the course's]"
+    fn, line = chosen(capsys, "layer_norm", use="yours", workbook=types.SimpleNamespace(layer_norm=layer_norm_ddof1))
+    assert line == "your layer_norm (diagnose: unbiased_variance)" and not np.allclose(fn(x), layer_norm(x))

@@ -2023,3 +2023,141 @@ def attention_generator_function(Q, K, V, mask=None):
        "Returns the right weights as a list (.tolist()): Correct, with a note to return an array.")
 def softmax_tolist(x, axis=-1):
     return _guarded_softmax(x, axis).tolist()
+
+
+# ==========================================================================
+# layer_norm(x, gamma, beta, eps=1e-12)    (notebook 07; issue 33 section 1)
+# ==========================================================================
+
+PIECES += ("layer_norm",)
+
+
+@wrong("layer_norm", "unbiased_variance", "pattern (torch.Tensor.var is unbiased by default)",
+       "Takes the variance with ddof=1, dividing by d_model - 1.", "unbiased_variance")
+def layer_norm_ddof1(x, gamma, beta, eps=1e-12):
+    mean = x.mean(-1, keepdims=True)
+    var = x.var(-1, ddof=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+@wrong("layer_norm", "eps_outside_sqrt", "pattern (the Annotated Transformer's LayerNorm: a_2 * (x - mean) / (std + eps))",
+       "Adds eps to the standard deviation instead of the variance.", "eps_outside_sqrt")
+def layer_norm_eps_outside(x, gamma, beta, eps=1e-12):
+    mean = x.mean(axis=-1, keepdims=True)
+    std = x.std(axis=-1, keepdims=True)
+    return gamma * (x - mean) / (std + eps) + beta
+
+
+@wrong("layer_norm", "axis_0", "pattern (BatchNorm's axis)",
+       "Normalises down the tokens (axis 0), as BatchNorm normalises over the batch.", "wrong_axis")
+def layer_norm_axis0(x, gamma, beta, eps=1e-12):
+    mean = x.mean(axis=0, keepdims=True)
+    var = x.var(axis=0, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+@wrong("layer_norm", "gamma_beta_swapped", "pattern", "Adds gamma and multiplies by beta.", "gamma_beta_swapped")
+def layer_norm_swapped(x, gamma, beta, eps=1e-12):
+    x_hat = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    return x_hat * beta + gamma
+
+
+@wrong("layer_norm", "no_gamma_beta", "pattern", "Returns x_hat, gamma and beta left out.", "no_gamma_beta")
+def layer_norm_plain(x, gamma, beta, eps=1e-12):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+
+
+@wrong("layer_norm", "std_no_eps", "pattern", "Divides by np.std with no eps: NaN on a constant row.", "std_no_eps")
+def layer_norm_std_no_eps(x, gamma, beta, eps=1e-12):
+    return (x - np.mean(x, axis=-1, keepdims=True)) / np.std(x, axis=-1, keepdims=True) * gamma + beta
+
+
+@wrong("layer_norm", "no_centering", "pattern", "Divides x by its standard deviation, the mean never subtracted.",
+       "no_centering")
+def layer_norm_not_centred(x, gamma, beta, eps=1e-12):
+    return x / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta
+
+
+@wrong("layer_norm", "rms_norm", "pattern (LLaMA's RMSNorm written for LayerNorm)",
+       "x / sqrt(mean(x^2) + eps) * gamma + beta: RMSNorm, no mean.", "rms_norm")
+def layer_norm_rms(x, gamma, beta, eps=1e-12):
+    return x / np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + eps) * gamma + beta
+
+
+@wrong("layer_norm", "no_sqrt", "pattern", "Divides by the variance, not the standard deviation.", "no_sqrt")
+def layer_norm_no_sqrt(x, gamma, beta, eps=1e-12):
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / (((x - mu) ** 2).mean(-1, keepdims=True) + eps) * gamma + beta
+
+
+@wrong("layer_norm", "whole_array", "pattern", "One mean and variance for all of x (np.mean(x), np.var(x)).",
+       "whole_array")
+def layer_norm_whole(x, gamma, beta, eps=1e-12):
+    return (x - np.mean(x)) / np.sqrt(np.var(x) + eps) * gamma + beta
+
+
+@wrong("layer_norm", "no_keepdims", "pattern", "Takes the mean and variance without keepdims=True.", "no_keepdims")
+def layer_norm_flat(x, gamma, beta, eps=1e-12):
+    return (x - x.mean(axis=-1)) / np.sqrt(x.var(axis=-1) + eps) * gamma + beta
+
+
+@wrong("layer_norm", "eps_hard_coded", "pattern", "Writes 1e-5 in the formula and ignores the eps passed.",
+       "eps_fixed")
+def layer_norm_eps_hard_coded(x, gamma, beta, eps=1e-12):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * gamma + beta
+
+
+@wrong("layer_norm", "torch_default_eps", "pattern (torch.nn.LayerNorm's eps=1e-05)",
+       "Uses the eps passed, but defaults to torch's 1e-5 instead of 1e-12.", "wrong_default_eps")
+def layer_norm_torch_default(x, gamma, beta, eps=1e-5):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta
+
+
+@wrong("layer_norm", "no_eps_parameter", "pattern", "def layer_norm(x, gamma, beta): no eps to pass.",
+       "no_eps_argument")
+def layer_norm_no_eps_parameter(x, gamma, beta):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12) * gamma + beta
+
+
+@wrong("layer_norm", "returns_nothing", "pattern", "Computes the right output into a variable, never returns it.",
+       "returned_none")
+def layer_norm_no_return(x, gamma, beta, eps=1e-12):
+    out = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta  # noqa: F841
+
+
+@wrong("layer_norm", "rows_as_generator", "pattern", "Returns the right rows as a generator.", "not_an_array")
+def layer_norm_generator(x, gamma, beta, eps=1e-12):
+    out = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta
+    return (row for row in out)
+
+
+@wrong("layer_norm", "transposed", "pattern", "Returns the right output transposed (.T).", "wrong_shape")
+def layer_norm_transposed(x, gamma, beta, eps=1e-12):
+    return ((x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta).T
+
+
+@right("layer_norm", "loops", "pattern", "Token by token and feature by feature, in plain Python loops.")
+def layer_norm_loops(x, gamma, beta, eps=1e-12):
+    x = np.asarray(x, dtype=float)
+    flat = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(flat)
+    for t, row in enumerate(flat):
+        mu = sum(row) / len(row)
+        var = sum((v - mu) ** 2 for v in row) / len(row)
+        for j, v in enumerate(row):
+            out[t, j] = (v - mu) / math.sqrt(var + eps) * gamma[j] + beta[j]
+    return out.reshape(x.shape)
+
+
+@right("layer_norm", "float32", "pattern", "np.var in float32 (as a GPU would compute it).")
+def layer_norm_float32(x, gamma, beta, eps=1e-12):
+    x = np.asarray(x, dtype=np.float32)
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + np.float32(eps)) * gamma.astype(np.float32) + beta
+
+
+@right("layer_norm", "mean_of_squares", "pattern", "var = E[x^2] - E[x]^2, rsqrt by ** -0.5, epsilon named so.")
+def layer_norm_moments(x, gamma, beta, epsilon=1e-12):
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean(x * x, axis=-1, keepdims=True) - mu * mu
+    return (x - mu) * (np.maximum(var, 0.0) + epsilon) ** -0.5 * gamma + beta

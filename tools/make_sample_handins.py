@@ -16,7 +16,8 @@ workbook holds the worked version of every piece; the wrong one three
 faults (``causal_mask`` hides the diagonal: ``diagonal_masked``;
 ``padding_mask`` hides pads as queries: ``query_axis``; ``attention``
 masks after the softmax: ``mask_after_softmax``; ``softmax`` skips the
-maximum: ``no_max_subtraction``) and leaves the other pieces stubs.
+maximum: ``no_max_subtraction``; ``layer_norm`` divides its variance by
+d_model - 1: ``unbiased_variance``) and leaves the other pieces stubs.
 The instructors' guide's example report and tests/test_class_report.py use them.
 """
 
@@ -74,6 +75,11 @@ def attention(Q, K, V, mask=None):
     if mask is not None:
         weights = np.where(mask, weights, 0.0)          # the mask after the softmax
     return weights @ V, weights
+
+
+def layer_norm(x, gamma, beta, eps=1e-12):
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(axis=-1, ddof=1, keepdims=True) + eps) * gamma + beta   # ddof=1: d_model - 1
 '''
 
 TRY = re.compile(r"^answer\s*=\s*\.\.\.[^\n]*$", re.M)

@@ -18,7 +18,8 @@ import numpy as np
 from helpers.attention import causal_mask, padding_mask, softmax, split_heads
 
 __all__ = ["ATTENTION", "SOFTMAX", "CAUSAL_MASK", "PADDING_MASK", "Case", "Input",
-           "SPLIT_HEADS", "MERGE_HEADS", "MULTI_HEAD", "POSITIONAL", "SOFTMAX_BACKWARD", "ROPE"]
+           "SPLIT_HEADS", "MERGE_HEADS", "MULTI_HEAD", "POSITIONAL", "SOFTMAX_BACKWARD", "ROPE",
+           "LAYER_NORM"]
 
 
 def _frozen(*arrays):
@@ -505,3 +506,39 @@ ROPE = _rope()
 """The inputs of the rope checker: ``x`` (..., n, d) and ``positions`` (None: 0 .. n-1), 7 in all (one pair at
 positions 0-2, (4, 4), given fractional positions, one token, a batch, then two random ones: positions from 100,
 and batch and head axes)."""
+
+
+def _layer_norm():
+    rng = np.random.default_rng(2016)
+
+    def draw(*shape, size=1.0, mean=0.0):
+        return mean + np.round(rng.normal(0.0, size, shape), 1) if size >= 0.1 else mean + rng.normal(0.0, size, shape)
+
+    def case(name, words, x, gain=True, eps=None):
+        d = x.shape[-1]
+        gamma = np.round(rng.uniform(0.5, 2.0, d), 1) if gain else np.ones(d)
+        beta = np.round(rng.normal(0.0, 0.5, d), 1) if gain else np.zeros(d)
+        return Input(name, words, {"x": x, "gamma": gamma, "beta": beta, "eps": eps})
+
+    constant = draw(2, 4)
+    constant[0] = 2.0                                  # a row whose entries are all equal: variance 0
+    return (
+        case("one token", "one token: x = [[1, 2, 3, 4]], gamma ones, beta zeros (mean 2.5, variance 1.25)",
+             np.array([[1.0, 2.0, 3.0, 4.0]]), gain=False),
+        case("gamma and beta", "x (3, 5) with a gamma and a beta of its own (5,)", draw(3, 5)),
+        case("constant row", "x (2, 4), row 0 all 2.0 (variance 0: its output is beta)", constant),
+        case("small spread", "x (2, 6), each row about 0.2 give or take 0.002 (variance about 5e-6)",
+             draw(2, 6, size=0.003, mean=0.2)),
+        case("eps given", "x (3, 5) with entries of size about 0.1, and eps = 0.01 passed", draw(3, 5, size=0.1),
+             eps=0.01),
+        case("batch", "a batch: x (2, 3, 8)", draw(2, 3, 8)),
+        case("square", "x (4, 4): as many tokens as features", draw(4, 4)),
+        case("random (5, 16)", "random x (5, 16), entries of size about 3, eps = 1e-5 passed",
+             rng.normal(0.0, 3.0, (5, 16)), eps=1e-5),
+    )
+
+
+LAYER_NORM = _layer_norm()
+"""The inputs of the layer_norm checker: ``x`` (..., d_model), ``gamma`` and ``beta`` (d_model,), ``eps`` (None: the
+function's default, 1e-12, not passed): 8 in all (one token by hand, a gamma and beta, a constant row, rows of small
+spread where a larger default eps shows, eps passed, a batch, a square x, then a random one with eps = 1e-5)."""

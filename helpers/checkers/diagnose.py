@@ -25,6 +25,7 @@ The pieces (:data:`PIECES`) and the modules that check them:
     tiled_attention        fn(Q, K, V, block_size)                               checker_tiling.py
     kv_cache_step          fn(cache_keys, cache_values, q, k, v) -> output       checker_tiling.py
     rope                   fn(x, positions=None)                                 checker_rope.py
+    layer_norm             fn(x, gamma, beta, eps=1e-12)                         checker_layer_norm.py
 
 A piece is added by writing its battery in battery.py, its checker module
 (a ``check(fn, time_limit, **options)`` returning a Diagnosis; or a
@@ -65,7 +66,7 @@ import numpy as np
 
 from helpers.checkers import checker_attention, checker_masks, checker_softmax
 from helpers.checkers import checker_backward, checker_heads, checker_positions, checker_tiling
-from helpers.checkers import checker_rope
+from helpers.checkers import checker_layer_norm, checker_rope
 from helpers.checkers.checker_attention import _SINGLE, BATTERY, FAULTS, RIGHT, _Model  # noqa: F401 (re-exported)
 from helpers.checkers import runner
 from helpers.checkers.runner import ATOL, RTOL, TIME_LIMIT, Diagnosis, fn_name, safe_str  # noqa: F401 (re-exported)
@@ -86,6 +87,7 @@ PIECES = {
     "tiled_attention": (checker_tiling.check_tiled, ()),
     "kv_cache_step": (checker_tiling.check_kv_step, ()),
     "rope": (checker_rope.PIECE.check, ()),
+    "layer_norm": (checker_layer_norm.PIECE.check, ()),
 }
 """Each piece diagnose knows: its checker and the options it takes besides time_limit."""
 
@@ -113,6 +115,9 @@ def diagnose(fn, piece="attention", *, time_limit=TIME_LIMIT, **options):
         ``"kv_cache_step"``: see helpers/checkers/checker_tiling.py.
         ``"rope"``: ``fn(x, positions=None)``, x (..., n, d) with d even ->
         the rotated array, the shape of x (helpers/checkers/checker_rope.py).
+        ``"layer_norm"``: ``fn(x, gamma, beta, eps=1e-12)``, x (..., d_model),
+        gamma and beta (d_model,) -> the normalised x, its shape
+        (helpers/checkers/checker_layer_norm.py).
     piece: one of :data:`PIECES`.
     options: for attention only, ``masks=False`` / ``batches=False`` leave
         out the masked inputs, or the batch, for a stage of the course before

@@ -275,6 +275,27 @@ STUBS.update({"rope": ("apply_rope(x, positions=None)", """Rotary position embed
 })
 
 
+def layer_norm(x, gamma, beta, eps=1e-12):
+    x = np.asarray(x, dtype=float)
+    mu = x.mean(axis=-1, keepdims=True)                  # each token's mean, over its d_model features
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)   # divided by d_model: the biased variance
+    x_hat = (x - mu) / np.sqrt(var + eps)                # eps inside the root: a constant row gives 0, not 0 / 0
+    return x_hat * gamma + beta                          # the learned gain, then the bias
+
+
+WORKED.update(layer_norm=layer_norm)
+STUBS.update({"layer_norm": ("layer_norm(x, gamma, beta, eps=1e-12)", """LayerNorm over the last axis (Ba, Kiros & Hinton 2016, eq. 3-4; Vaswani et al. 2017, sec. 3.1).
+
+    x: (..., d_model) token vectors; gamma, beta: (d_model,), the learned gain
+    and bias; eps: added to the variance (1e-12, as BERT and MiniLM).
+    For each token, over its d_model features:
+        mu = mean(x),  var = mean((x - mu)^2)   (divided by d_model)
+        out = (x - mu) / sqrt(var + eps) * gamma + beta
+    Returns a new array, the shape of x.
+    Check it: diagnose(workbook.layer_norm, piece="layer_norm")."""),
+})
+
+
 WORKBOOK_HEADER = '''"""Your workbook: the functions you build in this course, one per piece.
 
 Open this file in JupyterLab (double-click workbook.py in the file browser).
@@ -306,7 +327,7 @@ def solution(piece):
 
     piece: one of the keys of :data:`WORKED` ("softmax", "attention", "causal_mask", "padding_mask",
     "split_heads", "merge_heads", "multi_head_attention", "positional_encoding", "softmax_backward", "online_softmax_update", "tiled_attention",
-    "kv_cache_step", "rope", whose workbook function is apply_rope: :data:`FUNCTION_NAMES`).
+    "kv_cache_step", "rope", whose workbook function is apply_rope: :data:`FUNCTION_NAMES`, "layer_norm").
     Raises ValueError for any other piece.
     """
     if not isinstance(piece, str) or piece not in WORKED:

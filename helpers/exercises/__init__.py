@@ -66,7 +66,7 @@ from helpers.exercises.base import ChoiceExercise, _NumericExercise, exercise  #
 from helpers.exercises.cost import AttentionCountExercise, KVCacheSizeExercise, OnlineSoftmaxStepExercise, RunningMaxExercise
 from helpers.exercises.feedback import Feedback, Reveal, _fmt  # _fmt: numbers as the checkers print them
 from helpers.exercises.learning import SoftmaxGradientExercise, ZeroGradientExercise, ZeroReadOutExercise
-from helpers.exercises.limits import LayoutExercise
+from helpers.exercises.limits import LayerNormCountExercise, LayoutExercise, RandomStackExercise
 from helpers.exercises.masks_heads import (FillExercise, HeadsChangeExercise, MaskedRowSumsExercise, MaskExercise,
                                           ScoreRankExercise, SplitHeadsExercise, WeightsCountExercise)
 from helpers.exercises.order import HullExercise, PermutedOutputExercise, SinusoidalEntryExercise
@@ -101,7 +101,7 @@ __all__ = [
     "run_with_your_attention", "ModelVerdict",
     "KeyDesignExercise", "HeatmapClaimExercise", "AddedWordExercise",
     "LeanOnExercise", "LongKeyCauseExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
-    "LayoutExercise",
+    "LayoutExercise", "LayerNormCountExercise", "RandomStackExercise",
     "EncoderCacheExercise",
     "check_your_block", "BlockVerdict", "heatmap_claims",
     "CausalOrderExercise",
