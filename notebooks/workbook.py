@@ -211,7 +211,7 @@ def encoder_block(x, params, num_heads, mask=None):
     your attention in each (scores / sqrt(d_k), d_k = d_model / num_heads), the
     heads joined with your merge_heads, then @ W_O + b_O (multi_head_attention
     has no biases: build it from the pieces).
-    LayerNorm(t) = (t - mean) / sqrt(var + eps) * gamma + beta, over the last axis.
+    LayerNorm: your layer_norm of notebook 07, layer_norm(t, gamma, beta, params["eps"]).
     GELU(t) = 0.5 t (1 + erf(t / sqrt(2))), erf from scipy.special.
     Returns (..., n, d_model). Check it: check_your_block(workbook.encoder_block).
     """

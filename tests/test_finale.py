@@ -409,3 +409,27 @@ def test_an_error_in_the_block_itself_is_the_blocks(model, tmp_path):
     wb = workbook_module(tmp_path, "wb_own", transpose="np.swapaxes(K, -1, -2)", body="return x @ params['W_1'].T")
     v = check_your_block(wb.encoder_block, model)
     assert v.mistake == "raised" and "came from" not in v.text and v.text.startswith("On layer 0, encoder_block:")
+
+
+def test_the_worked_block_runs_the_learners_layer_norm_of_notebook_07(model):
+    # Issue 33: 11's encoder block uses the layer_norm built in 07. The worked block calls the workbook's
+    # layer_norm by name, so a learner's workbook that holds it (here: the worked pieces, with a layer_norm
+    # whose variance divides by d_model - 1, the unbiased_variance of 07) gives a block the judge fails.
+    import inspect
+    from helpers.checkers import solutions
+    source = inspect.getsource(solutions.encoder_block)
+
+    def block_using(layer_norm):
+        namespace = {"np": np, "split_heads": solutions.split_heads, "merge_heads": solutions.merge_heads,
+                     "attention": solutions.attention, "layer_norm": layer_norm}
+        exec(source, namespace)
+        return namespace["encoder_block"]
+
+    def unbiased(x, gamma, beta, eps=1e-12):
+        x = np.asarray(x, dtype=float)
+        mu = x.mean(axis=-1, keepdims=True)
+        return (x - mu) / np.sqrt(x.var(axis=-1, ddof=1, keepdims=True) + eps) * gamma + beta
+
+    assert check_your_block(block_using(solutions.layer_norm), model).correct
+    v = check_your_block(block_using(unbiased), model)
+    assert not v.correct and "yours" in v.text

@@ -344,17 +344,12 @@ def solution(piece):
 def encoder_block(x, params, num_heads, mask=None):
     from scipy.special import erf                                # numpy has no erf; the exact GELU needs it
     p = params
-
-    def layer_norm(t, gamma, beta):                              # over each token's features
-        mean, var = t.mean(axis=-1, keepdims=True), t.var(axis=-1, keepdims=True)
-        return (t - mean) / np.sqrt(var + p["eps"]) * gamma + beta
-
     Q, K, V = (split_heads(x @ p["W_" + r] + p["b_" + r], num_heads) for r in "QKV")   # every projection has a bias
     heads = attention(Q, K, V, mask)[0]                          # your attention: scores / sqrt(d_k), d_k = 32
-    x = layer_norm(x + merge_heads(heads) @ p["W_O"] + p["b_O"], p["gamma_1"], p["beta_1"])  # residual, then LayerNorm
+    x = layer_norm(x + merge_heads(heads) @ p["W_O"] + p["b_O"], p["gamma_1"], p["beta_1"], p["eps"])  # residual, then your LayerNorm
     inner = x @ p["W_1"] + p["b_1"]                              # (..., n, 1536)
     inner = 0.5 * inner * (1 + erf(inner / np.sqrt(2)))          # GELU, the exact one
-    return layer_norm(x + inner @ p["W_2"] + p["b_2"], p["gamma_2"], p["beta_2"])   # residual, then LayerNorm
+    return layer_norm(x + inner @ p["W_2"] + p["b_2"], p["gamma_2"], p["beta_2"], p["eps"])   # residual, then LayerNorm
 
 
 WORKED.update(encoder_block=encoder_block)
@@ -370,7 +365,7 @@ STUBS.update({"encoder_block": ("encoder_block(x, params, num_heads, mask=None)"
     your attention in each (scores / sqrt(d_k), d_k = d_model / num_heads), the
     heads joined with your merge_heads, then @ W_O + b_O (multi_head_attention
     has no biases: build it from the pieces).
-    LayerNorm(t) = (t - mean) / sqrt(var + eps) * gamma + beta, over the last axis.
+    LayerNorm: your layer_norm of notebook 07, layer_norm(t, gamma, beta, params["eps"]).
     GELU(t) = 0.5 t (1 + erf(t / sqrt(2))), erf from scipy.special.
     Returns (..., n, d_model). Check it: check_your_block(workbook.encoder_block)."""),
 })
