@@ -30,6 +30,9 @@ order, Radford et al. 2019, sec. 2.3) instead of the post-LN of Vaswani et
 al. (2017, sec. 3.1) that BERT keeps (Devlin et al. 2019, sec. 3), no GELU,
 scores divided by sqrt(d_model), ... A block that changes its inputs in
 place, or returns (output, weights), is told so.
+
+Notebook 11's exercises of understanding live here too: ``heatmap_claims`` (which claim one row of weights
+supports) and ``row_share_prediction`` (predict a weight when the same query and key meet in another sentence).
 """
 
 from __future__ import annotations
