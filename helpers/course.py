@@ -26,7 +26,7 @@ COURSE = (
     ("08_cost_and_tiling.ipynb", "Cost and tiling", "the n^2 cost and the online softmax behind FlashAttention"),
     ("09_learning.ipynb", "Learning W_Q, W_K, W_V", "W_Q, W_K, W_V learned by gradient descent in numpy, the backward pass checked by finite differences, and the missing causal mask trained for real"),
     ("10_current_models.ipynb", "Attention in current models", "rotary positions, grouped-query attention and sliding windows, as current open models use them"),
-    ("11_real_model.ipynb", "The real thing", "the same sentences through a real trained model, on your own attention once it is right, then your own encoder block"),
+    ("11_real_model.ipynb", "The real thing", "the same sentences through a real trained model, with the course's own attention, then with yours and your own encoder block"),
 )
 
 __all__ = ["COURSE", "BUILT_IN", "ready_notebooks", "show_course_map"]
