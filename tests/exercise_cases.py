@@ -158,6 +158,10 @@ PHRASES = {
     "rank_is_n": "the size of the matrix",
     "rank_is_d_model": "the layer's width",
     "entries_not_rank": "the number of scores",
+    # notebook 11's prediction: the same query and key in another sentence
+    "same_weight": "The score is the same, but not the weight",
+    "query_reads_context": "Layer 0 has read nothing yet",
+    "weights_adapt": "fixed by training",
     # notebooks 02-03, exercises of understanding (issue 21, sec. 4)
     "longest_key": "has the longest key",
     "direction_only": "points most nearly along",
@@ -549,9 +553,18 @@ CASES = {
         ],
     },
     "11_real_model.ipynb": {
+        "ex_share": [
+            (None, "answer = 'c'", "takes 0.252 of the row"),     # 'muddy', printed only by the check
+            (None, "answer = '(C)'"),
+            ("same_weight", "answer = 'a'", "takes 0.252 of the row"),
+            ("query_reads_context", "answer = 'b'"),
+            ("weights_adapt", "answer = 'd'"),
+            ("not_a_choice", "answer = 0.539"),
+            ("not_attempted", "answer = ..."),
+        ],
         "ex_row": [
             (None, "s = scores_bank / np.sqrt(d_k)\nanswer = np.exp(s) / np.exp(s).sum()"),
-            (None, "answer = river.attention[second_layer, second_head, bank_r]"),   # the model's own row
+            (None, "answer = muddy.attention[second_layer, second_head, bank_r]"),   # the model's own row
             ("not_attempted", "answer = ..."),
             ("no_scaling", "answer = np.exp(scores_bank) / np.exp(scores_bank).sum()"),
             ("sqrt_d_model", "s = scores_bank / np.sqrt(d_model)\nanswer = np.exp(s) / np.exp(s).sum()"),

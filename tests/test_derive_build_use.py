@@ -1,4 +1,4 @@
-"""Notebooks 01, 02, 03, 04, 05, 06, 07, 08, 09 and 10 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
+"""Notebooks 01 to 11 but 00 run on the learner's own pieces once they are right (issue 33, section 1: derive, build, use).
 
 Each notebook runs twice in a fresh kernel, in a copy of notebooks/ whose workbook.py is filled in: first
 with the worked pieces it uses (helpers.checkers.solutions.WORKED), then with one piece deliberately wrong
@@ -9,11 +9,16 @@ reshape_without_transpose, which the worked multi_head_attention calls, so it gi
 encoding with the exponent i / d_model, exponent_i_over_d; 07: a layer_norm whose variance divides by
 d_model - 1, unbiased_variance; 08: an online_softmax_update that leaves acc
 unrescaled, acc_not_rescaled, which the worked tiled_attention calls; 09: a softmax_backward that returns
-w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent). Each cell that runs a piece comes after that piece's Build it (in
-this notebook, or an earlier one: 03 builds nothing and runs 01's softmax and attention, 04 runs 01's softmax) and prints one line saying whose ran: "your
+w * g, missing_sum_term; 10: an apply_rope with i / d, frequency_exponent; 11: an attention that forgets the
+division by sqrt(d_k), no_scaling, in the real model from its first run on). Each cell that runs a piece comes after that piece's Build it (in
+this notebook, or an earlier one: 02, 03 and 11 build nothing and run earlier notebooks' pieces, 04 runs 01's softmax) and prints one line saying whose ran: "your
 softmax" once it is right, the course's naming the mistake otherwise. Either way every cell (but the
 build cells, whose verdict is the point, and the cells nbval does not compare) prints what is stored, once the whose-lines are folded as nbval
 folds them (nbval_sanitize.cfg): the learner's right pieces give the notebook's numbers to its printed digits.
+Notebook 11 builds nothing with diagnose: its judges of the learner's attention and encoder block
+(run_with_your_attention, check_your_block: VERDICT) are the cells whose text is their verdict. It runs in
+about 7 s in each of its two runs on a quiet machine, without the explorers' static forms (which would add
+about 25 s: the real model's explorer stores 72 heads).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from helpers.explorers.static import STATIC_FORMS_ENV
 ROOT = Path(__file__).resolve().parents[1]
 FOLDS = get_sanitize_patterns((ROOT / "nbval_sanitize.cfg").read_text())
 BUILD = re.compile(r"diagnose\(\s*workbook\.(\w+)")
+VERDICT = re.compile(r"\b(?:run_with_your_attention|check_your_block)\(\s*workbook\.")   # notebook 11's judges
 USE = re.compile(r"""piece\(\s*["'](\w+)["']([^()\n]*)\)""")
 CELL_TIMEOUT = 120      # seconds one cell may take: the whole notebook runs in a few seconds
 # as tools/execute_notebooks.py runs it (the Makefile unsets MPLBACKEND: Agg would drop the figures' outputs)
@@ -121,8 +127,9 @@ def attention(Q, K, V, mask=None):
 class Case:
     """A notebook, the pieces its Build it sections build, those it runs (built here or earlier), and one wrong piece."""
 
-    def __init__(self, name, built, used, wrong, wrong_source, wrong_line, gives_way=()):
+    def __init__(self, name, built, used, wrong, wrong_source, wrong_line, gives_way=(), static_forms=True):
         self.path = ROOT / "notebooks" / name
+        self.static_forms = static_forms    # False: the explorers store no static form (their cells are not compared)
         self.built, self.used, self.wrong, self.wrong_source, self.wrong_line = built, used, wrong, wrong_source, wrong_line
         self.gives_way = set(gives_way)     # worked pieces that call the wrong one, and so give way too
 
@@ -154,6 +161,8 @@ CASES = [
          ("the course's softmax_backward (yours: missing_sum_term", "; see the Build it above)")),
     Case("10_current_models.ipynb", {"apply_rope"}, {"rope"}, "rope", ROPE_I_OVER_D,
          ("the course's rope (yours: frequency_exponent", "; see the Build it above)")),
+    Case("11_real_model.ipynb", set(), {"attention"}, "attention", NO_SCALE,
+         ("the course's attention (yours: no_scaling", "; see Build it in notebook 01)"), static_forms=False),
 ]
 
 
@@ -161,15 +170,17 @@ def worked(*pieces):
     return "".join("\n\n" + inspect.getsource(WORKED[p]) for p in pieces)
 
 
-def run(tmp_path, notebook, workbook):
-    """``notebook`` as a fresh kernel prints it beside ``workbook`` (the text of a workbook.py)."""
+def run(tmp_path, notebook, workbook, static_forms=True):
+    """``notebook`` as a fresh kernel prints it beside ``workbook`` (the text of a workbook.py); static_forms=False
+    runs it without the explorers' static forms (notebook 11's stores 72 heads of the real model: 25 s more)."""
     folder = tmp_path / "notebooks"
     folder.mkdir()
     shutil.copy(notebook, folder / notebook.name)
     (folder / "workbook.py").write_text(workbook_source() + workbook)
     nb = nbformat.read(folder / notebook.name, as_version=4)
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(folder)}}).execute(env=KERNEL_ENV)
+                   resources={"metadata": {"path": str(folder)}}).execute(
+        env=KERNEL_ENV if static_forms else {k: v for k, v in KERNEL_ENV.items() if k != STATIC_FORMS_ENV})
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})   # as tools/execute_notebooks.py stores it
     return nb
 
@@ -197,13 +208,13 @@ def stored(case):
 
 @pytest.fixture(scope="module")
 def right(case, tmp_path_factory):
-    return run(tmp_path_factory.mktemp("right"), case.path, worked(*sorted(case.used | {"softmax"})))
+    return run(tmp_path_factory.mktemp("right"), case.path, worked(*sorted(case.used | {"softmax"})), case.static_forms)
 
 
 @pytest.fixture(scope="module")
 def one_wrong(case, tmp_path_factory):
     return run(tmp_path_factory.mktemp("wrong"), case.path,
-               worked(*sorted((case.used | {"softmax"}) - {case.wrong})) + case.wrong_source)
+               worked(*sorted((case.used | {"softmax"}) - {case.wrong})) + case.wrong_source, case.static_forms)
 
 
 def code_cells(nb):
@@ -243,9 +254,13 @@ def test_right_pieces_run_the_cells_after_their_build_and_print_the_stored_numbe
     assert_same_numbers(stored, right)
     verdicts = [text(c) for c in code_cells(right) if BUILD.search(c.source)]
     assert bool(verdicts) == bool(case.built) and all(v.startswith("Correct!") for v in verdicts), verdicts
+    if case.path.name == "11_real_model.ipynb":       # the worked attention in the real model: the course's numbers
+        judged = next(c for c in code_cells(right) if "run_with_your_attention(workbook.attention)" in c.source)
+        assert "agree with the course's own" in text(judged) and "less than 1e-09" in text(judged), text(judged)
     said = {"03_scaling.ipynb": ("dk_explorer(", "Computed by your attention."),
             "04_masking.ipynb": ("mask_explorer(", "Computed by your attention and causal_mask."),
-            "05_multi_head.ipynb": ("heads_explorer(", "Computed by your multi_head_attention.")}
+            "05_multi_head.ipynb": ("heads_explorer(", "Computed by your multi_head_attention."),
+            "11_real_model.ipynb": ("real_model_explorer(", "Computed by your attention.")}
     if case.path.name in said:                       # the explorer runs on the learner's pieces and says so
         call, caption = said[case.path.name]
         explorer = next(c for c in code_cells(right) if call in c.source)
@@ -276,6 +291,7 @@ def test_a_wrong_piece_gives_way_to_the_course_and_is_named(case, stored, one_wr
 def assert_same_numbers(stored, fresh):
     old, new = code_cells(stored), code_cells(fresh)
     assert [c.id for c in old] == [c.id for c in new]
-    compared = [not BUILD.search(c.source) and "nbval-ignore-output" not in c.metadata.get("tags", []) for c in old]
+    compared = [not BUILD.search(c.source) and not VERDICT.search(c.source)
+                and "nbval-ignore-output" not in c.metadata.get("tags", []) for c in old]
     differ = [c.id for c, d, yes in zip(old, new, compared) if yes and fold(text(c)) != fold(text(d))]
     assert not differ, "\n".join(f"{i}:\n{fold(text(d))}" for i, d in zip([c.id for c in new], new) if i in differ)

@@ -337,7 +337,7 @@ def test_moving_layer_head_or_token_does_not_rerun_the_model(monkeypatch):
 
 def test_remembered_runs_are_bounded(monkeypatch):
     class Fake:
-        def run(self, text):
+        def run(self, text, attention=None):
             n = len(text)
             return SimpleNamespace(tokens=["t"] * n, ids=np.zeros(n), is_real=np.ones(n, bool),
                                    attention=np.zeros((1, 1, n, n)), hidden_states=np.zeros((2, n, 1)),
@@ -348,13 +348,13 @@ def test_remembered_runs_are_bounded(monkeypatch):
     for k in range(20):
         W.real_model_run("x" * (k + 1))
     assert len(W._RUNS) == W._RUNS_KEPT
-    assert list(W._RUNS)[0] == "x" * 20            # the most recent first
+    assert list(W._RUNS)[0] == ("x" * 20, None)    # the most recent first; remembered with its attention (None)
     W.real_model_run("y" * 400)
     W.real_model_run("z" * 400)                    # two of 400: 320,000 pairs, over the budget
-    assert list(W._RUNS) == ["z" * 400]
+    assert list(W._RUNS) == [("z" * 400, None)]
     W.real_model_run("w" * 600)                    # over the budget alone: still kept, as the latest
-    assert list(W._RUNS) == ["w" * 600]
-    assert not W._RUNS["w" * 600].attention.flags.writeable
+    assert list(W._RUNS) == [("w" * 600, None)]
+    assert not W._RUNS["w" * 600, None].attention.flags.writeable
 
 
 def test_bad_start_values_are_refused():
@@ -412,3 +412,22 @@ def test_layer_head_grid_counts_from_zero():
     matplotlib.pyplot.close(fig)
     with pytest.raises(ValueError, match="vmax must be larger than vmin"):
         layer_head_grid(np.zeros((2, 2)), "t", vmax=0.0, colour_label="w")
+
+
+def test_the_explorer_runs_on_the_attention_it_is_given_and_says_when_it_is_not_the_courses():
+    from helpers.attention import scaled_dot_product_attention
+    from helpers.pieces import piece
+
+    def unscaled(Q, K, V, mask=None):                  # not the course's: no division by sqrt(d_k)
+        return scaled_dot_product_attention(Q, K, V, mask=mask, scale=1.0)
+
+    course = W.real_model_state(RIVER, 0, 4, "bank")
+    wrapped = W.real_model_state(RIVER, 0, 4, "bank", attention=piece("attention", use="course", masks=True,
+                                                                        batches=True, quiet=True))
+    other = W.real_model_state(RIVER, 0, 4, "bank", attention=unscaled)
+    assert "Computed by your attention." not in course.messages + wrapped.messages     # the course's, wrapped by piece()
+    assert other.messages[-1] == "Computed by your attention."
+    assert np.array_equal(wrapped.row, course.row)
+    assert other.row.max() > 0.99 > course.row.max()    # its own run, remembered apart: unscaled, one-hot on river
+    explorer = W.real_model_explorer(RIVER, attention=unscaled)
+    assert explorer.state.messages[-1] == "Computed by your attention." and np.array_equal(explorer.state.row, other.row)

@@ -19,7 +19,8 @@ Feedback and page marker, and nothing in helpers.exercises imports it):
                     checker_numeric.py: the engine the pieces after attention share
     solutions.py    the worked solution of each piece, and the workbook's stubs
     finale.py       notebook 11: run_with_your_attention (your attention inside the real model, judged),
-                    check_your_block (your encoder block), heatmap_claims (its exercise of understanding)
+                    check_your_block (your encoder block), heatmap_claims and row_share_prediction (its
+                    exercises of understanding)
 
 Every public name is re-exported here, and (on first use) from helpers.exercises
 too, so ``from helpers.exercises import diagnose`` keeps working. The finale's
@@ -33,9 +34,11 @@ from helpers.checkers.diagnose import BATTERY, FAULTS, PIECES, TIME_LIMIT, Diagn
 from helpers.checkers.solutions import solution
 
 __all__ = ["diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES", "solution",
-           "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims"]
+           "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims",
+           "row_share_prediction"]
 
-_FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims")
+_FINALE = ("run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims",
+           "row_share_prediction")
 
 
 def __getattr__(name):

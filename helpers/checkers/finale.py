@@ -30,6 +30,9 @@ order, Radford et al. 2019, sec. 2.3) instead of the post-LN of Vaswani et
 al. (2017, sec. 3.1) that BERT keeps (Devlin et al. 2019, sec. 3), no GELU,
 scores divided by sqrt(d_model), ... A block that changes its inputs in
 place, or returns (output, weights), is told so.
+
+Notebook 11's exercises of understanding live here too: ``heatmap_claims`` (which claim one row of weights
+supports) and ``row_share_prediction`` (predict a weight when the same query and key meet in another sentence).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from helpers.checkers.runner import (
 from helpers.real_model import _layer_norm, gelu, load_minilm
 
 __all__ = ["ModelVerdict", "run_with_your_attention", "SENTENCES", "BOUNDS", "BlockVerdict", "check_your_block",
-           "BLOCK_FAULTS", "heatmap_claims"]
+           "BLOCK_FAULTS", "heatmap_claims", "row_share_prediction", "SHARE_MOVES"]
 
 #: the two senses of "bank" of notebook 02 (source 003), as the real-model notebook runs them
 SENTENCES = ("The bank by the river was steep.", "The bank raised its interest rate.")
@@ -544,9 +547,88 @@ def heatmap_claims(layer, head, weight, weight_in_mixed, key_rank, apart, off):
                   f"{weight_in_mixed:.2f} to river (section 6).",
              "b": "The row alone cannot say why: that needs the keys' lengths and the other queries' rows. Here "
                   f"river's key is number {key_rank} by length and wins on direction (section 6).",
-             "c": "The weights are the softmax of the scores, which keeps their order: the largest weight "
-                  "is the largest score. That is all the row itself says.",
+             "c": "The softmax keeps the order of the scores: the largest weight is the largest score. That is "
+                  "all the row itself says.",
              "d": "The row cannot tell you that: it needs the experiment. Switched off, the two banks' cosine "
                   f"rises from {apart:.4f} to {off:.4f}, far from 1 (section 6)."},
-        hint="A row of weights is softmax(scores). What does the softmax keep of the scores, and what would each "
-             "of the other claims need besides the row?")
+        hint="A row of weights is softmax(scores). What does the softmax keep of the scores?")
+
+
+# --------------------------------------------------------------------------
+# Notebook 11's prediction: the same query and key in another sentence
+# --------------------------------------------------------------------------
+
+#: the least change of the weight (absolute) the prediction needs between the two sentences: with a smaller
+#: one, "a weight is a share of the row" could not be seen in the weights the notebook prints (3 decimals)
+SHARE_MOVES = 0.01
+
+
+class _RowSharePrediction(ChoiceExercise):
+    """row_share_prediction's exercise: each wrong option is a misconception, named by its own key."""
+
+    named = {"a": "same_weight", "b": "query_reads_context", "d": "weights_adapt"}
+
+
+def row_share_prediction(sentence, other, layer=0, head=4, word="bank", key="river", model=None, called=None):
+    """Predict before you run: the same query and the same key in another sentence; is the weight the same?
+
+    sentence: the sentence whose weight the question quotes (the notebook's river sentence);
+    other: a sentence the notebook has not run, with ``word`` and ``key`` at the same token positions, so
+    that in layer 0 (which sees each token's word, position and segment vectors only) word's query and
+    key's key are the same vectors in both, and so is their score. layer, head: the head (counted from 0).
+    model: a loaded MiniLM (None: the installed one); the weights are the course's attention's.
+    called: how the question names ``sentence`` ("the river sentence"); None quotes it.
+
+    The answer, "c", is checked from the inputs: the query and the key are equal in the two sentences (to
+    1e-12) and the weight moves by at least :data:`SHARE_MOVES`; ValueError (naming the argument) otherwise.
+    The feedback quotes the weights, measured only when the learner checks.
+    Returns a :class:`~helpers.exercises.ChoiceExercise`; its wrong options' keys: same_weight (a: the same
+    score gives the same weight), query_reads_context (b: layer 0's query already reads the sentence),
+    weights_adapt (d: W_Q and W_K change with the sentence).
+    """
+    model = load_minilm() if model is None else model
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or layer != 0:
+        raise ValueError(f"layer must be 0 (only there do the query and the key depend on nothing but their own "
+                         f"token and position); got {layer!r}")
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < model.num_heads:
+        raise ValueError(f"head must be a whole number from 0 to {model.num_heads - 1}; got {head!r}")
+    runs = [model.run(s) for s in (sentence, other)]
+    for name, out in zip(("sentence", "other"), runs):
+        if word not in out.tokens or key not in out.tokens:
+            raise ValueError(f"{name} must hold the tokens {word!r} and {key!r}; its tokens are {out.tokens}")
+    (i, j), (i2, j2) = [(out.index(word), out.index(key)) for out in runs]
+    if (i, j) != (i2, j2) or runs[0].tokens == runs[1].tokens:
+        raise ValueError(f"other must be another sentence with {word!r} and {key!r} at the same positions as in "
+                         f"sentence ({i} and {j}); got {runs[1].tokens}")
+    p, cols = model.layers[layer], slice(head * model.d_k, (head + 1) * model.d_k)
+    q, k = ([out.hidden_states[layer][t] @ p[f"W_{r}"][:, cols] + p[f"b_{r}"][cols] for out in runs]
+            for t, r in ((i, "Q"), (j, "K")))
+    if not (np.allclose(q[0], q[1], rtol=0, atol=1e-12) and np.allclose(k[0], k[1], rtol=0, atol=1e-12)):
+        raise ValueError("the query and the key must be the same vectors in both sentences (layer 0, the same "
+                         "positions)")
+    w0, w1 = (float(out.attention[layer, head, i, j]) for out in runs)
+    if abs(w1 - w0) < SHARE_MOVES:
+        raise ValueError(f"other must move {word}'s weight on {key} by at least {SHARE_MOVES} in layer {layer} "
+                         f"head {head}; it moves it from {w0:.3f} to {w1:.3f}: choose another sentence")
+    changed = [t for t, u in zip(runs[1].tokens, runs[0].tokens) if t != u] + runs[1].tokens[len(runs[0].tokens):]
+    row = runs[1].attention[layer, head, i]
+    new = max((t for t in range(len(row)) if runs[1].tokens[t] in changed), key=lambda t: row[t])
+    score = float(q[0] @ k[0]) / np.sqrt(model.d_k)
+    measured = (f"Here {word} gives {key} {w1:.3f}, not {w0:.3f}: the same scaled score, {score:.2f}, but "
+                f"'{runs[1].tokens[new]}' takes {row[new]:.3f} of the row")
+    return _RowSharePrediction(
+        f"In {called or repr(sentence)}, layer {layer} head {head} gives {key} {w0:.3f} of {word}'s weight. In '{other}', both "
+        f"words sit where they were, so {word}'s query and {key}'s key are unchanged. What weight does {word} "
+        f"give {key} there?",
+        {"a": f"{w0:.3f} again: same query, same key, same score.",
+         "b": f"Different: in layer {layer} {word}'s query already carries the words around it.",
+         "c": "Different, though the score is the same: other keys of the row changed.",
+         "d": "Different: the head's W_Q and W_K adapt to each sentence."},
+        answer="c",
+        why={"a": f"The score is the same, but not the weight. {measured}: the softmax divides by the sum over "
+                  "every key of the row.",
+             "b": f"Layer {layer} has read nothing yet: {word}'s query is its word, position and segment vectors "
+                  f"times W_Q, the same in both sentences. {measured}.",
+             "c": f"{measured}.",
+             "d": f"W_Q and W_K were fixed by training; nothing in them changes while the model runs. {measured}."},
+        hint="Write the weight as exp(score / sqrt(d_k)) over a sum: which part changes?")

@@ -103,7 +103,7 @@ __all__ = [
     "LeanOnExercise", "LongKeyCauseExercise", "SpreadGrowthExercise", "SaturatedRowExercise",
     "LayoutExercise", "LayerNormCountExercise", "RandomStackExercise",
     "EncoderCacheExercise",
-    "check_your_block", "BlockVerdict", "heatmap_claims",
+    "check_your_block", "BlockVerdict", "heatmap_claims", "row_share_prediction",
     "CausalOrderExercise",
     "RopePairExercise", "KVCacheBytesExercise", "WindowReachExercise", "RopeLayoutExercise",
     "ReversedSourceExercise", "PositionsMeanExercise", "RunningMaxExercise", "ZeroReadOutExercise",
@@ -111,7 +111,8 @@ __all__ = [
 ]
 
 _CHECKERS = ("diagnose", "Diagnosis", "BATTERY", "FAULTS", "TIME_LIMIT", "PIECES", "solution",
-             "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims")
+             "run_with_your_attention", "ModelVerdict", "check_your_block", "BlockVerdict", "heatmap_claims",
+             "row_share_prediction")
 """The names of helpers.checkers re-exported here (the finale's load the real model's libraries on first use)."""
 _MOVED = ("runner", "battery", "fitted", "solutions", "finale", "checker_numeric", "checker_attention",
           "checker_softmax", "checker_masks", "checker_heads", "checker_positions", "checker_tiling",

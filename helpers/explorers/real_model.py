@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from helpers import real_model as _real_model
-from helpers.attention import attention_entropy
+from helpers.attention import attention_entropy, scaled_dot_product_attention
 from helpers.explorers import real_model_static
 from helpers.explorers.base import Explorer, _listed, _static_control
 from helpers.plots import TABLE_MAX_TOKENS as _TABLE_MAX_TOKENS, weights_row_html, weights_table_html
@@ -44,8 +45,12 @@ _RUNS_KEPT, _RUNS_PAIRS = 8, 512 * 512
 _RUNS = OrderedDict()
 
 
-def real_model_run(text):
-    """``MiniLM.run(text)`` of all-MiniLM-L6-v2, remembered for the last few sentences.
+def real_model_run(text, attention=None):
+    """``MiniLM.run(text, attention=attention)`` of all-MiniLM-L6-v2, remembered for the last few sentences.
+
+    attention: None (the course's attention) or the function the model runs in every layer instead
+    (notebook 11 passes ``piece("attention", masks=True, batches=True)``: yours once it is right); a run
+    is remembered per sentence and function.
 
     Moving the explorer's layer, head or token therefore reruns nothing:
     only a new sentence costs a forward pass (about 13 ms for 10 tokens,
@@ -56,14 +61,15 @@ def real_model_run(text):
     """
     if not isinstance(text, str):
         raise ValueError(f"text must be a str; got {type(text).__name__}")
-    if text in _RUNS:
-        _RUNS.move_to_end(text, last=False)
-        return _RUNS[text]
-    out = _real_model.load_minilm().run(text)
+    key = (text, attention)
+    if key in _RUNS:
+        _RUNS.move_to_end(key, last=False)
+        return _RUNS[key]
+    out = _real_model.load_minilm().run(text, attention=attention)
     for a in (out.ids, out.is_real, out.attention, out.hidden_states, out.embedding):
         a.setflags(write=False)
-    _RUNS[text] = out
-    _RUNS.move_to_end(text, last=False)
+    _RUNS[key] = out
+    _RUNS.move_to_end(key, last=False)
     while len(_RUNS) > 1 and (len(_RUNS) > _RUNS_KEPT or sum(len(o.tokens) ** 2 for o in _RUNS.values()) > _RUNS_PAIRS):
         _RUNS.popitem(last=True)
     return out
@@ -201,7 +207,7 @@ def _row_message(layer, head, name, keys, entropy, n):
             f"its entropy is {entropy} nats of at most log {n} = {_nats(np.log(n))}.")
 
 
-def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
+def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2, attention=None):
     """One head of all-MiniLM-L6-v2 on ``text``, and the row of one token.
 
     text: any str; the model sees its WordPiece tokens between [CLS] and
@@ -210,6 +216,10 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
         ``MiniLMOutput.attention[layer, head]``).
     token: the query's position, 0 to n - 1, or a token as text (its first
         occurrence, e.g. "bank"; tokens are lower-case).
+
+    attention: None (the course's) or the attention function the model runs
+        in every layer (see ``real_model_run``); one that is not the course's
+        is named in a last message: "Computed by your attention."
 
     The arguments are checked first (the text only tokenized), then the
     forward pass runs: ``real_model_run``, remembered per sentence.
@@ -224,11 +234,11 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
     layer = _count_from_zero(layer, "layer", model.num_layers, f"the model has {model.num_layers} layers")
     head = _count_from_zero(head, "head", model.num_heads, f"each layer has {model.num_heads} heads")
     try:
-        tokens = tuple(_RUNS[text].tokens) if text in _RUNS else tuple(model.tokenize(text)[0])
+        tokens = tuple(_RUNS[text, attention].tokens) if (text, attention) in _RUNS else tuple(model.tokenize(text)[0])
     except ValueError as exc:
         raise TextProblem(str(exc)) from None
     token = _token_position(token, tokens, model)
-    out = real_model_run(text)
+    out = real_model_run(text, attention=attention)
     n = len(tokens)
     weights = out.attention[layer, head]
     row = weights[token]
@@ -264,6 +274,8 @@ def real_model_state(text=REAL_SENTENCE, layer=0, head=4, token=2):
     if "[PAD]" in specials:
         messages.append("A [PAD] you type is read as the padding marker, but it is not masked (only the padding the "
                         "model adds itself is), so queries give it weight like any other token.")
+    if attention is not None and inspect.unwrap(attention) is not scaled_dot_product_attention:
+        messages.append("Computed by your attention.")     # piece()'s course attention wraps the course's
     return RealModelState(text=text, tokens=tokens, layer=layer, head=head, token=token, weights=weights, row=row,
                           row_entropy=float(entropy[token]), head_entropy=float(entropy.mean()), top_keys=top,
                           shown=shown, messages=tuple(messages))
@@ -330,6 +342,7 @@ class _RealModelExplorer(Explorer):
     """
 
     _rebuilding = False
+    attention = None      # the attention function the model runs (None: the course's), set by real_model_explorer
     note_errors = (TextProblem,)
     note_title = "The model cannot take this text."
     messages_first = True
@@ -372,10 +385,10 @@ class _RealModelExplorer(Explorer):
         old = dict((v, label.split(": ", 1)[1]) for label, v in dropdown.options).get(dropdown.value)
         try:
             tokens, _ = _real_model.load_minilm().tokenize(text)
-            if len(tokens) > 100 and text not in _RUNS:
+            if len(tokens) > 100 and (text, self.attention) not in _RUNS:
                 self.picture.value = (f"<p style='font-family:sans-serif'>Running the model on {len(tokens)} tokens "
                                       "(about a second for a few hundred)...</p>")
-            tokens = real_model_run(text).tokens
+            tokens = real_model_run(text, attention=self.attention).tokens
         except Exception:
             dropdown.disabled = True  # the update that follows shows why
             return
@@ -410,7 +423,7 @@ def _token_options(tokens):
     return [(f"{i}: {t}", i) for i, t in enumerate(tokens)]
 
 
-def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
+def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank", attention=None):
     """Explore the heads of all-MiniLM-L6-v2 on a sentence you type.
 
     Controls: ``text`` (a box: type a sentence and press Enter; the model
@@ -423,11 +436,15 @@ def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
     window around the chosen one). A text the model cannot take (over 512
     tokens, not valid Unicode text) gives a plain note in the picture.
 
+    attention: the attention function every state is computed by (see
+    :func:`real_model_state`; notebook 11 passes ``piece("attention",
+    masks=True, batches=True)``, yours once it is right); None means the course's.
+
     Returns an :class:`Explorer`; ``.state`` is a :class:`RealModelState`.
     Raises the install message when the model is missing, and ValueError for
     bad starting values (as :func:`real_model_state`).
     """
-    start = real_model_state(text, layer, head, token)
+    start = real_model_state(text, layer, head, token, attention)
     model = _real_model.load_minilm()
     box = widgets.Text(value=text, description="sentence", continuous_update=False,
                        placeholder="type a sentence and press Enter", layout=widgets.Layout(width="560px", max_width="100%"))
@@ -437,9 +454,14 @@ def real_model_explorer(text=REAL_SENTENCE, layer=0, head=4, token="bank"):
                                     layout=widgets.Layout(width="360px"))
     dropdown = widgets.Dropdown(options=_token_options(start.tokens), value=start.token, description="token",
                                 layout=widgets.Layout(width="220px"))
-    return _RealModelExplorer(
-        real_model_state, _draw_real,
+
+    def state(text, layer, head, token):
+        return real_model_state(text, layer, head, token, attention)
+    explorer = _RealModelExplorer(
+        state, _draw_real,
         {"text": box, "layer": layer_slider, "head": head_slider, "token": dropdown},
         [[box, widgets.Label("press Enter to run the model")], [layer_slider, head_slider, dropdown],
          [widgets.Label("layers and heads are counted from 0")]],
         height="420px", name="real_model")
+    explorer.attention = attention
+    return explorer
