@@ -22,11 +22,11 @@ COURSE = (
     ("04_masking.ipynb", "Masks", "causal and padding masks, and the trap of masking after the softmax"),
     ("05_multi_head.ipynb", "Many heads", "several heads asking different questions, with the multiply-adds of one wide head"),
     ("06_order_and_position.ipynb", "Order and position", "why attention cannot see word order on its own, how positions put it back, and cross-attention between two sentences"),
-    ("07_limits.ipynb", "What attention alone cannot do", "every output inside the hull of the values, linear in V but not in X, rank collapse in deep stacks, and the block around attention"),
+    ("07_limits.ipynb", "What attention alone cannot do", "every output inside the hull of the values, linear in V but not in X, rank collapse in deep stacks, your own layer_norm, and the block around attention"),
     ("08_cost_and_tiling.ipynb", "Cost and tiling", "the n^2 cost and the online softmax behind FlashAttention"),
     ("09_learning.ipynb", "Learning W_Q, W_K, W_V", "W_Q, W_K, W_V learned by gradient descent in numpy, the backward pass checked by finite differences, and the missing causal mask trained for real"),
     ("10_current_models.ipynb", "Attention in current models", "rotary positions, grouped-query attention and sliding windows, as current open models use them"),
-    ("11_real_model.ipynb", "The real thing", "the same sentences through a real trained model, with the course's own attention, then with yours and your own encoder block"),
+    ("11_real_model.ipynb", "The real thing", "the same sentences through a real trained model run on your attention once it is right, then your own encoder block"),
 )
 
 __all__ = ["COURSE", "BUILT_IN", "ready_notebooks", "show_course_map"]
