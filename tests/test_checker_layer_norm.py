@@ -145,6 +145,8 @@ def test_a_fitted_fault_combines_with_a_fixed_one_of_another_part():
 def test_no_eps_parameter_is_told_to_take_one():
     verdict = diagnose(lambda x, gamma, beta: WORKED["layer_norm"](x, gamma, beta), piece="layer_norm")
     assert verdict.mistake == "no_eps_argument" and "takes no eps" in verdict.text, verdict.text
+    # the advice names the workbook's default (the fresh review: "eps=None" led to wrong_default_eps)
+    assert "eps=1e-12" in verdict.text and "eps=None" not in verdict.text, verdict.text
 
 
 @pytest.mark.parametrize("fn", [

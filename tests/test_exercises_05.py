@@ -84,6 +84,8 @@ def test_exercise_3s_rank_is_measured_and_printed_as_a_rank_nowhere_above_it():
     ranks = {int(np.linalg.matrix_rank(q @ k.T)) for q, k in zip(Q, K)}
     assert ranks == {int(ex.expected)} == {min(ex.distinct, ex.d_k)}
     assert ex.distinct < min(ex.n, ex.d_k)            # neither n nor d_k: the repeated rows set the bound
+    assert ex.feedback(int(ex.expected)).correct and ex.feedback(float(ex.expected)).correct
+    assert not any(ex.feedback(ex.expected + d).correct for d in (-0.5, 0.4, 0.5))   # a rank is whole (fresh review)
     printed = re.findall(r"rank of every head's \d+ x \d+ scores: \[([\d, ]+)\]", _above("ex-rank-try"))
     assert printed and int(ex.expected) not in {int(r) for line in printed for r in line.split(",")}
 

@@ -171,6 +171,41 @@ def test_a_right_float32_or_loop_version_runs_as_it_is(capsys):
                  workbook=types.SimpleNamespace(softmax=loop_softmax)).__wrapped__ is loop_softmax
 
 
+
+def float32_output_only_attention(Q, K, V, mask=None):
+    # right, in float32, returning the output alone (the workbook allows it)
+    Q, K, V = (np.asarray(a, dtype=np.float32) for a in (Q, K, V))
+    scores = Q @ np.swapaxes(K, -1, -2) / np.float32(np.sqrt(K.shape[-1]))
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ V
+
+
+def test_a_float32_attention_is_told_as_float32_though_the_adapter_reads_it_as_float64(capsys):
+    # The fresh review: the dtype was read after the adapter, which reads every output as float64, so a float32
+    # attention printed "your attention" and ran in cells that need float64's digits (03's audit of the sources).
+    workbook = types.SimpleNamespace(attention=float32_output_only_attention)
+    fn, line = chosen(capsys, "attention", workbook=workbook)
+    assert line == "your attention (in float32)"
+    fn, line = chosen(capsys, "attention", float64=True, workbook=workbook)
+    assert line == "the course's attention (yours is float32; this cell needs float64)"
+
+
+def test_the_worked_multi_head_and_block_run_on_an_attention_that_returns_its_output_alone():
+    # The fresh review: diagnose accepts an output-only attention in 01 and 04, and the worked
+    # multi_head_attention of 05 (its solution) unpacked (heads, weights) from it: "not enough values to unpack".
+    import inspect as _inspect
+    from helpers.attention import multi_head_attention as course_mha
+    from helpers.checkers import solutions
+    namespace = {"np": np, "split_heads": solutions.split_heads, "merge_heads": solutions.merge_heads,
+                 "attention": lambda Q, K, V, mask=None: solutions.attention(Q, K, V, mask)[0]}
+    exec(_inspect.getsource(solutions.multi_head_attention), namespace)
+    rng = np.random.default_rng(0)
+    X, W = rng.normal(size=(5, 8)), rng.normal(size=(4, 8, 8))    # 5 tokens, d_model 8; W_Q, W_K, W_V, W_O
+    np.testing.assert_allclose(namespace["multi_head_attention"](X, *W, 2), course_mha(X, *W, 2)[0],
+                               rtol=1e-12, atol=1e-12)
+
 def test_no_workbook_function_gives_the_course_and_says_so(capsys):
     fn, line = chosen(capsys, "softmax", workbook=types.SimpleNamespace())
     assert fn is course_softmax and line == "the course's softmax (yours: no softmax in the workbook)"

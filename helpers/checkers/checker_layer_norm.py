@@ -172,7 +172,7 @@ FAMILIES = (
 
 PIECE = checker_numeric.Piece(
     name="layer_norm", cases=LAYER_NORM, arguments=("x", "gamma", "beta"),
-    optional={"eps": (("eps", "epsilon", "eps_", "variance_epsilon", "layer_norm_eps"), 3)},
+    optional={"eps": (("eps", "epsilon", "eps_", "variance_epsilon", "layer_norm_eps"), 3)}, defaults={"eps": 1e-12},
     expected=_expected, model=_model, faults=FAULTS, shape="(..., d_model), as x", returns="the normalised x",
     families=FAMILIES,
     hint="Print yours for x = [[1, 2, 3, 4]], gamma ones, beta zeros: mean 2.5, variance 1.25, so the first entry is "

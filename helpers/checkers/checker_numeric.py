@@ -42,7 +42,8 @@ class Piece:
     name: the piece ("split_heads"). cases: its battery (battery.Input, args by the signature's names).
     arguments: the names passed by position, in order. optional: name -> (names learners use, position)
     for an argument passed only when a case has it (a mask): read from the signature, a parameter of
-    any name at that position with default None counts.
+    any name at that position with default None counts. defaults: name -> the workbook's default of an optional
+    argument that has one (layer_norm's eps), which the advice to add a missing one then names.
     expected: args -> the course's output. model: (args, faults) -> the output of the computation with
     those faults (a frozenset of keys; empty: the right way), a list of outputs when a fault can be
     written two ways, or None where numpy refuses it.
@@ -70,6 +71,7 @@ class Piece:
     returns: str
     hint: str
     optional: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)
     pair: bool = False
     notes: dict = field(default_factory=dict)
     families: tuple = ()
@@ -147,8 +149,12 @@ def _unexplained(piece, run, name):
         if found[0] == "raised" and isinstance(run.error, TypeError):
             missing = [n for n in piece.optional if run.case.args.get(n) is not None and n in str(run.error)]
             if missing:
-                return f"no_{missing[0]}_argument", (f"{name} takes no {missing[0]}. Give it one, {missing[0]}=None, "
-                                                     "and use it when it is not None.")
+                arg = missing[0]
+                if arg in piece.defaults:       # a default the workbook's signature gives (layer_norm's eps=1e-12)
+                    return f"no_{arg}_argument", (f"{name} takes no {arg}. Give it one, {arg}={piece.defaults[arg]!r} "
+                                                  "as the workbook's signature has it, and use the value it is given.")
+                return f"no_{arg}_argument", (f"{name} takes no {arg}. Give it one, {arg}=None, "
+                                              "and use it when it is not None.")
         return found
     if run.problem is not None:
         return "not_numbers", f"{name} returns something that is not an array of numbers."

@@ -117,7 +117,9 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, num_heads, mask=None):
     Q = split_heads(X @ W_Q, num_heads)                  # (..., num_heads, n, d_k)
     K = split_heads(X @ W_K, num_heads)
     V = split_heads(X @ W_V, num_heads)
-    heads, weights = attention(Q, K, V, mask)            # each head scaled by its own sqrt(d_k)
+    heads = attention(Q, K, V, mask)                     # each head scaled by its own sqrt(d_k)
+    if isinstance(heads, tuple):                         # (output, weights), or your attention's output alone
+        heads = heads[0]
     return merge_heads(heads) @ W_O                      # concatenate the heads, then mix them with W_O
 
 
@@ -345,7 +347,9 @@ def encoder_block(x, params, num_heads, mask=None):
     from scipy.special import erf                                # numpy has no erf; the exact GELU needs it
     p = params
     Q, K, V = (split_heads(x @ p["W_" + r] + p["b_" + r], num_heads) for r in "QKV")   # every projection has a bias
-    heads = attention(Q, K, V, mask)[0]                          # your attention: scores / sqrt(d_k), d_k = 32
+    heads = attention(Q, K, V, mask)                             # your attention: scores / sqrt(d_k), d_k = 32
+    if isinstance(heads, tuple):                                 # (output, weights), or the output alone
+        heads = heads[0]
     x = layer_norm(x + merge_heads(heads) @ p["W_O"] + p["b_O"], p["gamma_1"], p["beta_1"], p["eps"])  # residual, then your LayerNorm
     inner = x @ p["W_1"] + p["b_1"]                              # (..., n, 1536)
     inner = 0.5 * inner * (1 + erf(inner / np.sqrt(2)))          # GELU, the exact one

@@ -491,7 +491,7 @@ class ScoreRankExercise(_NumericExercise):
         self.n, self.d_model, self.num_heads, self.d_k, self.distinct = n, d_model, num_heads, d_k, distinct
         bound = min(distinct, d_k)
         self.expected = np.asarray(float(bound))
-        self.atol = 0.5
+        self.atol = 1e-6                  # a rank is whole: 4.5 or 5.4 is not 5 (the fresh review)
         self.shape_note = "a rank is one whole number"
         self.title = f"the largest rank of one head's {n} x {n} scores"
         rows = (f"only {distinct} of the {n} rows of Q and K differ (a repeated token gives a repeated row), and a "
