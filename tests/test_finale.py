@@ -432,4 +432,5 @@ def test_the_worked_block_runs_the_learners_layer_norm_of_notebook_07(model):
 
     assert check_your_block(block_using(solutions.layer_norm), model).correct
     v = check_your_block(block_using(unbiased), model)
-    assert not v.correct and "yours" in v.text
+    # the verdict names the mistake of the learner's layer_norm, as 07's diagnose does (the fresh review)
+    assert not v.correct and v.mistake == "unbiased_variance" and "your layer_norm, which" in v.text, v.text

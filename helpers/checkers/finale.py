@@ -337,6 +337,21 @@ def _raised_in_piece(error, fn):
     return (frame.f_code.co_name, piece) if callable(piece) else None
 
 
+def _wrong_piece_called(fn):
+    """(piece, Diagnosis) of the first workbook piece ``fn`` calls by name (its layer_norm of notebook 07, its
+    attention, split_heads ...) that diagnose finds wrong; None when each is right, not written, or not called."""
+    from helpers.checkers.diagnose import PIECES
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    for piece in (code.co_names if code is not None else ()):
+        piece_fn = names.get(piece)
+        if piece not in PIECES or piece == getattr(fn, "__name__", None) or not callable(piece_fn):
+            continue
+        verdict = diagnose(piece_fn, piece=piece)
+        if not verdict.correct and verdict.mistake not in ("not_attempted", "too_slow", "interrupted", "exit"):
+            return piece, verdict
+    return None
+
+
 def _piece_raised(run, name, layer, piece, piece_fn):
     """(key, text) for a block whose error came from another workbook piece: that piece's own diagnosis."""
     text = (f"On layer {layer}, the error came from your {piece}, which {name} calls: "
@@ -461,6 +476,11 @@ def check_your_block(fn, model=None, time_limit=10.0):
         key = found[0] if found else "different"
         why = BLOCK_FAULTS[key][1] if found else ("no single mistake the checker knows explains it. Check each "
                                                    "step against the docstring: residual, LayerNorm, GELU, sqrt(d_k).")
+        wrong = None if found else _wrong_piece_called(fn)
+        if wrong is not None:                 # e.g. your layer_norm of notebook 07, which the block calls
+            piece, verdict = wrong
+            key, why = verdict.mistake, (f"your {piece}, which {name} calls, is not right. diagnose(workbook.{piece}, "
+                                         f"piece=\"{piece}\") says:\n{verdict.text}")
         return BlockVerdict(False, key, f"With layer 0's weights, {name} does not give the model's own layer output "
                             f"(hidden_states[1]; largest difference {gap:.2g}): {why}\nThe first 6 of bank's "
                             f"{model.d_model} features after layer 0:\n{shown}")
