@@ -80,6 +80,7 @@ def test_each_answer_gets_the_feedback_that_names_it(notebook, exercise, case):
 def test_every_mistake_the_issue_names_is_exercised_in_the_notebooks():
     # the masked weights of HIDDEN_CASES are judged on notebook 01's own names (its exercise 3 until issue 33)
     typed = {case[0] for nb in CASES for ex in CASES[nb] for case in CASES[nb][ex]} | {c[0] for c in HIDDEN_CASES}
+    typed |= {"sqrt_d_model"}      # typed into 02's d_model = 3 model by test_sqrt_d_model_is_named_only_where_...
     assert set(NAMED_IN_ISSUE.values()) <= typed
 
 
@@ -118,6 +119,11 @@ def test_sqrt_d_model_is_named_only_where_d_model_differs_from_d_k():
     assert ("sqrt_d_model", "the right answer") in hidden.coinciding
     assert "sqrt_d_model" not in hidden.mistakes
     assert "sqrt_d_model" in three.mistakes and three.coinciding == []
+    # typed, as a learner would (11's ex_row typed it until a fresh review removed that exercise)
+    Q3, K3 = nb2["X3"] @ nb2["W_Q3"], nb2["X3"] @ nb2["W_K3"]
+    s = Q3 @ K3.T / np.sqrt(3)
+    feedback = three.feedback(np.exp(s) / np.exp(s).sum(axis=1, keepdims=True))
+    assert feedback.mistake == "sqrt_d_model" and PHRASES["sqrt_d_model"] in feedback.text, feedback.text
 
 
 def test_no_two_mistakes_coincide_in_the_notebooks():

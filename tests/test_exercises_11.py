@@ -1,11 +1,11 @@
 """Notebook 11's exercises: no answer is on the page above its exercise (issue 33, section 2).
 
-Exercise 2 (ex_row) used to ask for bank's weights in layer 0 head 10 of the river sentence: the real-model
-explorer stores every layer, head and token of that sentence for the static page, so the answer was one move
-of its head slider away (and its top five weights were printed in section 2). It now asks for the same head in
-"The bank by the river was muddy.", a sentence no cell above runs and the explorer does not store.
-Exercise 1 (ex_share, new) is a prediction about that sentence in layer 0 head 4: the weight it turns on is
-measured only when the learner checks (and in the folded solution below it). Exercise 3 (ex_claims) chooses
+Exercise 2 of an earlier version (ex_row, bank's weights from printed raw scores) is gone: the real-model
+explorer stored its row (layer 0 head 10 of the river sentence) for the static page; moved to "The bank by the
+river was muddy." it was still one typed sentence away in the live explorer, its cell ran the model that holds
+the answer, and it asked again for 01's softmax build (two fresh reviews).
+Exercise 1 (ex_share) is a prediction about the muddy sentence in layer 0 head 4: the weight it turns on is
+measured only when the learner checks (and in the folded solution below it). Exercise 2 (ex_claims) chooses
 the claim a row supports; the page prints weights, lengths and cosines of that row, never its scores, so its
 answer ("bank's query scores river's key higher than any other key") is the softmax's order, which the
 learner must bring: not a read-off, and its inputs are unchanged.
@@ -18,10 +18,10 @@ import nbformat
 import numpy as np
 import pytest
 
-from exercise_cases import NUMBER, numbers_above
+from exercise_cases import numbers_above
 from helpers.course import NOTEBOOKS_DIR
 from helpers.exercises import row_share_prediction
-from helpers.exercises.feedback import EXACT_ATOL, WEIGHTS_ATOL
+from helpers.exercises.feedback import EXACT_ATOL
 from helpers.real_model import load_minilm
 
 NB11 = NOTEBOOKS_DIR / "11_real_model.ipynb"
@@ -97,26 +97,7 @@ def test_exercise_1_refuses_inputs_its_premise_does_not_hold_for(model):
         row_share_prediction(RIVER, "The bank by the river was steep and high.", model=model)
 
 
-def test_exercise_2s_row_is_printed_nowhere_above_it_nor_a_row_the_explorer_stores(nb, model):
-    muddy, river = model.run(_muddy(nb)), model.run(RIVER)
-    answer = muddy.attention[0, 10, muddy.index("bank")]              # section 2's second head: layer 0 head 10
-    assert re.search(r"second_layer, second_head = found\[1\]", _cell(nb, "85b7bfff").source)
-    assert "layer 0 head 10" in _shown(_cell(nb, "85b7bfff"))
-    assert _printed(answer) not in _above(nb, "35327033")
-    big = answer[answer > 0.1]                                       # its distinctive weights: river's, muddy's
-    # One of them, 0.327, is printed above, but as river's cosine in layer 5 head 6 (section 6): no line above
-    # shows both, as a row of these weights would.
-    end = nb.cells.index(_cell(nb, "35327033"))
-    lines = [line for c in nb.cells[:end] if c.cell_type == "code" for line in _shown(c).splitlines()]
-    assert big.size == 2 and not [line for line in lines
-                                  if all(any(abs(float(x) - b) <= EXACT_ATOL for x in NUMBER.findall(line)) for b in big)]
-    stored = river.attention.reshape(-1, len(river.tokens))            # every row the explorer's static form holds
-    assert not any(np.allclose(row, answer, rtol=0, atol=WEIGHTS_ATOL) for row in stored)
-    old = river.attention[0, 10, river.index("bank")]                 # the former answer: one of those rows
-    assert any(np.array_equal(row, old) for row in stored)
-
-
-def test_exercise_3s_answer_is_not_said_above_it(nb):
+def test_exercise_2s_answer_is_not_said_above_it(nb):
     ex_claims_answer = "scores river's key higher than any other key"
     assert ex_claims_answer not in _above(nb, "claims-md")
     assert "score" not in _shown(_cell(nb, "8ed355d5")).split("river's key is")[0]   # key_report: no scores column
