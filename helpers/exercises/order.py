@@ -1,7 +1,7 @@
-"""Exercises of notebooks 06 and 07: order and position (permuted outputs, order under a causal mask, a padded
-source reordered under its mask in cross-attention, the mean with positions; a sinusoidal entry, no longer asked by 06 since
-its Build it computes every entry, stays for instructors), and the convex hull of the values (what attention
-alone cannot do)."""
+"""Exercises of notebooks 06 and 07: order and position (permuted outputs, order under a causal mask, a
+padded source reordered under its mask in cross-attention, the mean with positions; a sinusoidal entry, no
+longer asked by 06 since its Build it computes every entry, stays for instructors), and the convex hull of the
+values (what attention alone cannot do)."""
 
 from __future__ import annotations
 
