@@ -5,8 +5,9 @@ outputs (the input to reason from), and section 1 prints those of the reversed o
 the"; the rows in the exercise's order, as numpy prints them, are printed nowhere above. Exercise 2 (it
 replaced PE[8, 3] by hand, which repeated the Build it) reverses section 3's padded source and keeps its mask
 in place: no cell above runs it (section 1 reorders pairs with no mask, where a query's output stays).
-Exercise 3 swaps the last two words under a causal mask: section 1 swapped the first two, and what it prints (which words keep their outputs) is the other claim, not the answer. Exercise 4 adds
-positions and reverses the sentence: no cell above prints a mean with positions, and section 1's prose no
+Exercise 3 swaps the last two words under a causal mask: section 1 swapped the first two, and what it
+prints (which words keep their outputs) is the other claim, not the answer. Exercise 4 adds positions and
+reverses the sentence: no cell above prints a mean with positions, and section 1's prose no
 longer says that positions keep the mean from being blind to order.
 """
 
