@@ -65,10 +65,10 @@ CASES = {
         ("not_attempted", "answer = ..."),
     ],
     "ex_growth": [
-        (None, "answer = 'a'"),
-        (None, "answer = 'about twice as many'"),
-        ("grows_like_n_squared", "answer = 'b'"),
-        ("window_fixed_total", "answer = 'c'"),
+        (None, "answer = 'b'"),
+        (None, "answer = 'about 3 times as many'"),
+        ("blocks_follow_window", "answer = 'a'"),
+        ("blocks_stay", "answer = 'c'"),
         ("not_a_choice", "answer = 'd'"),
         ("not_attempted", "answer = ..."),
     ],
@@ -86,7 +86,7 @@ PHRASES = {
     "self_not_counted": "own position", "windows_multiplied": "do not multiply",
     "layouts_interchangeable": "right on its own", "still_relative": "no longer cancel",
     "lengths_change": "keeps lengths",
-    "grows_like_n_squared": "That is the causal mask's growth", "window_fixed_total": "twice as many query blocks",
+    "blocks_follow_window": "also reads the block its queries sit in", "blocks_stay": "a wider window touches more",
 }
 
 
@@ -210,21 +210,26 @@ def test_the_explorer_follows_its_sliders_and_refuses_what_they_cannot_show():
 
 
 def test_the_window_growth_exercise_counts_blocks_as_derived_by_hand():
-    # By hand: n = 4096 in blocks of 256 is 16 query blocks; a window of 512 spans 2 blocks, so query block q reads
-    # key blocks q - 2 to q (fewer for q < 2): 1 + 2 + 3 x 14 = 45 (section 3 prints it); at n = 8192, 32 blocks:
-    # 1 + 2 + 3 x 30 = 93, about twice, where the causal mask's 136 becomes 32 x 33 / 2 = 528.
-    assert NS["ex_growth"].counts == (45, 93)
-    assert "528" in NS["ex_growth"].feedback("b").text
+    # By hand: n = 16,384 in blocks of 256 is 64 query blocks. A window of 512 spans 2 blocks, so query block q
+    # reads key blocks q - 2 to q (fewer for q < 2): 1 + 2 + 3 x 62 = 189. A window of 2,048 spans 8: blocks
+    # q - 8 to q, 1 + 2 + ... + 8 + 9 x 56 = 36 + 504 = 540, 2.86 times, near (8 + 1) / (2 + 1) = 3, not the
+    # window's 4: each query block also reads the block its queries sit in.
+    assert NS["ex_growth"].counts == (189, 540)
+    assert NS["ex_growth"].answer == "b" and "540" in NS["ex_growth"].feedback("a").text
     from helpers.exercises import WindowGrowthExercise
-    with pytest.raises(ValueError, match="about doubles"):
-        WindowGrowthExercise(n=256, block_size=256, window=4096)          # the window covers the whole text
+    # a text of one block: 1 key block at either window, so the answer is measured as "the same number"
+    assert WindowGrowthExercise(n=256, block_size=256, window=512, wider=4096).answer == "c"
+    with pytest.raises(ValueError, match="wider must be a window wider"):
+        WindowGrowthExercise(n=4096, block_size=256, window=512, wider=512)
     with pytest.raises(ValueError, match="window must be a positive whole number"):
-        WindowGrowthExercise(n=4096, block_size=256, window=0)
+        WindowGrowthExercise(n=4096, block_size=256, window=0, wider=512)
+    with pytest.raises(ValueError, match="told apart"):   # blocks far smaller than the windows: 3.91 against 4
+        WindowGrowthExercise(n=16384, block_size=16, window=512, wider=2048)
 
 
 def test_the_choice_exercises_answers_are_not_printed_above_them():
     # issue 33, section 2: section 1 used to print the mixed layouts' measurement ("... m - n only: False"), which
-    # is exercise 4's answer; the 93 blocks of exercise 5 appear in no output above it
+    # is exercise 4's answer; the 540 blocks of exercise 5 appear in no output above it
     import nbformat
 
     from exercise_cases import numbers_above
@@ -234,4 +239,4 @@ def test_the_choice_exercises_answers_are_not_printed_above_them():
     printed = "\n".join(str(o.get("text", "")) for c in code[:layout] for o in c.outputs)
     assert "rotate-half, m - n only" not in printed and "one layout for both" in printed
     growth = next(c for c in code if "ex_growth.check(answer)" in c.source)
-    assert 93 not in numbers_above(nb, growth.id) and 45 in numbers_above(nb, growth.id)
+    assert 540 not in numbers_above(nb, growth.id) and 45 in numbers_above(nb, growth.id)

@@ -3,10 +3,11 @@
 Exercise 1 asks for the outputs of "flooded the river bank": its set-up cell prints the first order's
 outputs (the input to reason from), and section 1 prints those of the reversed order, "flooded bank river
 the"; the rows in the exercise's order, as numpy prints them, are printed nowhere above. Exercise 2 (it
-replaced PE[8, 3] by hand, which repeated the Build it) reverses the source of section 3's cross-attention:
-no cell above runs it. Exercise 3 swaps the last two words under a causal mask: section 1 swapped the first
-two, and what it prints (which words keep their outputs) is the other claim, not the answer. Exercise 4 adds
-positions and reverses the sentence: no cell above prints a mean with positions, and section 1's prose no
+replaced PE[8, 3] by hand, which repeated the Build it) reverses section 3's padded source and keeps its mask
+in place: no cell above runs it (section 1 reorders pairs with no mask, where a query's output stays).
+Exercise 3 swaps the last two words under a causal mask: section 1 swapped the first two, and what it
+prints (which words keep their outputs) is the other claim, not the answer. Exercise 4 adds positions and
+reverses the sentence: no cell above prints a mean with positions, and section 1's prose no
 longer says that positions keep the mean from being blind to order.
 """
 
@@ -63,19 +64,31 @@ def test_exercise_1s_outputs_in_the_new_order_are_printed_nowhere_above_it():
     assert _printed(_outputs(TOKENS)) in above             # the input to reason from: the first order's outputs
 
 
-def test_exercise_2s_reversed_source_is_run_nowhere_above_it():
-    # By hand: each French query's output is sum_j w_j v_j over the four English pairs; reversing the pairs
-    # reverses the terms of each sum, not the rows (the rows are the queries): every output stays.
+def test_exercise_2s_padded_source_reordered_under_its_mask_is_run_nowhere_above_it():
+    # By hand: the mask [True] * 4 + [False] stays at its positions while the pairs are reversed, so position 0
+    # now holds the [PAD] pair (value (9, 9)), which is read, and position 4 the real pair of 'the', which is
+    # hidden: each French query's weighted sum has another term, and its output changes (option "c"), though
+    # without the mask the same reversal keeps every output (section 1's set of pairs).
+    from helpers.exercises import ReversedSourceExercise
     nb = _notebook()
     setup = next(c for c in nb.cells if c.get("id") == "order-ex2")
-    assert "ReversedSourceExercise(Q_fr, K, V, targets, order=[3, 2, 1, 0])" in setup.source
+    assert "ReversedSourceExercise(Q_fr, K_pad, V_pad, targets, order=[4, 3, 2, 1, 0], mask=source_real" in setup.source
     code_above = [c.source for c in nb.cells[:nb.cells.index(setup)] if c.cell_type == "code"]
-    assert not any("[::-1]" in c or "[3, 2, 1, 0]" in c for c in code_above if "Q_fr" in c)
+    assert not any("[::-1]" in c or "[4, 3, 2, 1, 0]" in c for c in code_above if "K_pad" in c)
     K, V = RB.X @ RB.W_K, RB.X @ RB.W_V
+    K_pad, V_pad = np.vstack([K, [[5.0, 5.0]]]), np.vstack([V, [[9.0, 9.0]]])
+    mask = np.array([True, True, True, True, False])
     Q = np.array([[-2.0, -2.0], [0.5, 3.0]])
-    out = scaled_dot_product_attention(Q, K, V)[0]
-    assert np.allclose(scaled_dot_product_attention(Q, K[::-1], V[::-1])[0], out)
-    assert not np.allclose(out[::-1], out)                    # option (b), the rows reversed, is told apart
+    out = scaled_dot_product_attention(Q, K_pad, V_pad, mask=mask[None, :])[0]
+    moved = scaled_dot_product_attention(Q, K_pad[::-1], V_pad[::-1], mask=mask[None, :])[0]
+    assert np.abs(moved - out).max() > 1.0 and not np.allclose(moved, out[::-1])
+    ex = ReversedSourceExercise(Q, K_pad, V_pad, ["la", "berge"], [4, 3, 2, 1, 0], mask=mask,
+                                sources=TOKENS + ["[PAD]"])
+    assert ex.answer == "c" and "'[PAD] flooded bank river the'" in ex.question_text
+    assert ReversedSourceExercise(Q, K, V, ["la", "berge"], [3, 2, 1, 0]).answer == "a"   # no mask: a set
+    assert ReversedSourceExercise(Q, K_pad, V_pad, ["la", "berge"], [3, 2, 1, 0, 4], mask=mask).answer == "a"
+    above = _flat(_above(nb, "order-ex2"))
+    assert _printed(moved) not in above and _printed(moved[0]) not in above
 
 
 def test_exercise_4s_mean_with_positions_is_printed_nowhere_above_it():

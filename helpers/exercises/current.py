@@ -199,38 +199,51 @@ class RopeLayoutExercise(ChoiceExercise):
 
 
 class WindowGrowthExercise(ChoiceExercise):
-    """How the key blocks a sliding window needs grow when the text doubles (understanding: predict, then check).
+    """How the key blocks a sliding window needs grow when the window widens (understanding: predict, then check).
 
-    n: tokens; block_size: queries and keys per block; window: keys each query sees (itself included). The
-    checker counts the blocks with helpers.tiling.window_blocks at n and at 2 n: each query block needs the
-    same few key blocks, about window / block_size + 2 of them, so the count about doubles (option "a"), where
-    the causal mask's grows about fourfold. Named wrong options: ``grows_like_n_squared`` (b) and
-    ``window_fixed_total`` (c). Raises ValueError (naming the arguments) for sizes that are not positive whole
-    numbers, or whose counts do not about double (a window as wide as the text).
+    n: tokens; block_size: queries and keys per block; window: keys each query sees (itself included); wider:
+    the wider window. The checker counts the blocks with helpers.tiling.window_blocks at both windows. Each
+    query block reads the key blocks its window spans plus the one its queries sit in, about window /
+    block_size + 1, so the count grows by about (wider / block_size + 1) / (window / block_size + 1), less than
+    the window. The answer is the option nearest the measured growth: "a" (as the window), "b" (that ratio) or
+    "c" (the same number). The wrong options are named ``blocks_follow_window`` (a), ``window_block_count`` (b)
+    and ``blocks_stay`` (c). Raises ValueError (naming the arguments) for sizes that are not positive whole
+    numbers, a wider window that is not wider, or sizes whose options cannot be told apart.
     """
 
-    named = {"b": "grows_like_n_squared", "c": "window_fixed_total"}
-
-    def __init__(self, n, block_size, window):
+    def __init__(self, n, block_size, window, wider):
         from helpers.tiling import window_blocks
 
-        n, b, w = _whole_number(n, "n"), _whole_number(block_size, "block_size"), _whole_number(window, "window")
-        old, new = len(window_blocks(n, b, w)), len(window_blocks(2 * n, b, w))
-        blocks = -(-2 * n // b)
-        causal = blocks * (blocks + 1) // 2
-        if not 1.5 < new / old < 2.5:
-            raise ValueError(f"n, block_size and window must give a count that about doubles with n; got {old} "
-                             f"and {new} (the window must be far shorter than the text)")
+        n, b = _whole_number(n, "n"), _whole_number(block_size, "block_size")
+        w, w2 = _whole_number(window, "window"), _whole_number(wider, "wider")
+        if w2 <= w:
+            raise ValueError(f"wider must be a window wider than window = {w}; got {w2}")
+        old, new = len(window_blocks(n, b, w)), len(window_blocks(n, b, w2))
+        query_blocks = -(-n // b)
+        factor, per = w2 / w, (w2 / b + 1) / (w / b + 1)
+        ratios = {"a": factor, "b": per, "c": 1.0}
+        growth = new / old
+        answer = min(ratios, key=lambda k: abs(np.log(growth / ratios[k])))
+        spread = sorted(ratios.values())
+        if min(hi / lo for lo, hi in zip(spread, spread[1:])) < 1.25 or abs(np.log(growth / ratios[answer])) > np.log(1.15):
+            raise ValueError(f"n, block_size, window and wider must give options that can be told apart; got "
+                             f"growth {growth:.2f} against {factor:g}, {per:.2f} and 1 (take a text far longer "
+                             "than the wider window)")
         self.counts = (old, new)
+        self.named = {k: v for k, v in {"a": "blocks_follow_window", "b": "window_block_count",
+                                        "c": "blocks_stay"}.items() if k != answer}
+        reads = f"{old / query_blocks:.1f} key blocks per query block become {new / query_blocks:.1f}"
         super().__init__(
-            question=f"Double the text to n = {2 * n:,}, with the same blocks of {b} and window of {w}. How many "
-                     f"key blocks must be computed, against {old} at n = {n:,}?",
-            options={"a": "about twice as many", "b": "about four times as many", "c": "the same number"},
-            answer="a",
-            why={"a": f"{new} blocks ({new / old:.2f} times): each query block reads the same few key blocks "
-                      f"(the causal mask: {causal}).",
-                 "b": f"That is the causal mask's growth ({causal} blocks at n = {2 * n:,}). The window's count is "
-                      f"{new}: each query block reads only the few key blocks its window touches.",
-                 "c": f"The window per query stays, but there are twice as many query blocks, each reading its own "
-                      f"few key blocks: {new} in all."},
+            question=f"Keep n = {n:,} and blocks of {b}; widen the window from {w:,} to {w2:,}. How many key "
+                     f"blocks must be computed, against {old} for the window of {w:,}?",
+            options={"a": f"about {factor:g} times as many, as the window",
+                     "b": f"about {per:.2g} times as many",
+                     "c": "about the same number"},
+            answer=answer,
+            why={"a": f"{new} blocks ({growth:.2f} times): the window is {factor:g} times as wide, and {reads}. "
+                      "Each query block also reads the block its queries sit in, however wide the window.",
+                 "b": f"{new} blocks ({growth:.2f} times): each query block reads the blocks its window spans, "
+                      f"plus its own: {reads}.",
+                 "c": f"The {query_blocks} query blocks stay, but each reads every key block its window touches, "
+                      f"and a wider window touches more: {reads}, {new} in all."},
             hint="How many key blocks per query block?")

@@ -1,7 +1,7 @@
 """Exercises of notebooks 06 and 07: order and position (permuted outputs, order under a causal mask, a
-reversed source in cross-attention, the mean with positions; a sinusoidal entry, no longer asked by 06 since
-its Build it computes every entry, stays for instructors), and the convex hull of the values (what attention
-alone cannot do)."""
+padded source reordered under its mask in cross-attention, the mean with positions; a sinusoidal entry, no
+longer asked by 06 since its Build it computes every entry, stays for instructors), and the convex hull of the
+values (what attention alone cannot do)."""
 
 from __future__ import annotations
 
@@ -307,49 +307,82 @@ class HullExercise(ChoiceExercise):
 
 
 class ReversedSourceExercise(ChoiceExercise):
-    """Cross-attention with the source sentence reversed: what happens to the target queries' outputs (understanding).
+    """Cross-attention with the source's key-value pairs reordered: what happens to the target queries' outputs
+    (understanding: a transfer to a padded source whose mask stays in place).
 
     Q: (n_q, d_k) the target's queries; K: (n_k, d_k), V: (n_k, d_v) the source's keys and values, without
-    positions; targets: the n_q query words; order: the source's key positions in the new order (a permutation
-    of 0 .. n_k - 1). The checker runs attention on both orders: a query reads the key-value pairs as a set,
-    so each target word keeps its output (option "a"). Named wrong options: ``rows_follow_keys`` (b: the output
-    rows reversed, as self-attention's were) and ``keys_order_matters`` (c). Raises ValueError, naming the
-    argument, for shapes that do not fit, an order that is no permutation, or inputs that cannot tell the
-    options apart (the outputs of the first order reversed equal to them).
+    positions; targets: the n_q query words; order: the source's old key positions in the new order (a
+    permutation of 0 .. n_k - 1); mask: None or n_k booleans (True = may attend) that stay where they are
+    while the pairs move; sources: the n_k source words, for the question. The checker runs attention on both
+    orders. The answer is measured: "a" (each keeps its output) when the allowed pairs are the same set, "c"
+    (they change) when the move brings a masked pair under a True or a real one under a False. Named wrong
+    options: ``rows_follow_keys`` (b, the rows moved as in self-attention), and ``pairs_are_a_set`` (a) or
+    ``keys_order_matters`` (c), whichever is wrong. Raises ValueError, naming the argument, for shapes that do
+    not fit, an order that is no permutation, or inputs that cannot tell the options apart.
     """
 
-    named = {"b": "rows_follow_keys", "c": "keys_order_matters"}
-
-    def __init__(self, Q, K, V, targets, order):
+    def __init__(self, Q, K, V, targets, order, mask=None, sources=None):
         Q, K, V = (_matrix(m, name) for m, name in ((Q, "Q"), (K, "K"), (V, "V")))
         if Q.shape[1] != K.shape[1] or K.shape[0] != V.shape[0]:
             raise ValueError(f"Q (n_q, d_k), K (n_k, d_k) and V (n_k, d_v) must fit; got {Q.shape}, {K.shape}, {V.shape}")
+        n_k = K.shape[0]
         targets = [str(t) for t in targets]
         if len(targets) != Q.shape[0]:
             raise ValueError(f"targets must name the {Q.shape[0]} queries; got {targets}")
+        sources = [f"key {j}" for j in range(n_k)] if sources is None else [str(t) for t in sources]
+        if len(sources) != n_k:
+            raise ValueError(f"sources must name the {n_k} keys; got {sources}")
         order = np.asarray(order)
-        if order.shape != (K.shape[0],) or sorted(order.tolist()) != list(range(K.shape[0])):
-            raise ValueError(f"order must hold each key position 0 to {K.shape[0] - 1} once; got {order.tolist()}")
-        before = scaled_dot_product_attention(Q, K, V)[0]
-        after = scaled_dot_product_attention(Q, K[order], V[order])[0]
+        if order.shape != (n_k,) or sorted(order.tolist()) != list(range(n_k)):
+            raise ValueError(f"order must hold each key position 0 to {n_k - 1} once; got {order.tolist()}")
+        if mask is not None:
+            mask = np.asarray(mask)
+            if mask.shape != (n_k,) or mask.dtype != bool or not mask.any():
+                raise ValueError(f"mask must be None or {n_k} booleans, some True; got {mask.tolist()}")
+        keep = None if mask is None else mask[None, :]
+        before = scaled_dot_product_attention(Q, K, V, mask=keep)[0]
+        after = scaled_dot_product_attention(Q, K[order], V[order], mask=keep)[0]
         kept = bool(np.allclose(after, before, rtol=1e-12, atol=1e-12))
-        if not kept or np.allclose(before[::-1], before, rtol=1e-9, atol=1e-9):
-            raise ValueError("Q, K, V must be inputs where the outputs stay and differ from their reverse")
+        gap = float(np.abs(after - before).max())
+        if np.allclose(before[::-1], before, rtol=1e-9, atol=1e-9) or (not kept and gap < 1e-3) \
+                or np.allclose(after, before[::-1], rtol=1e-9, atol=1e-9):
+            raise ValueError("Q, K, V, order and mask must be inputs where each option can be told apart (the "
+                             "outputs differ from their reverse, and stay or move clearly)")
         words = " and ".join(f"'{t}'" for t in targets)
+        moved = " ".join(sources[j] for j in order)
+        if mask is None:
+            setting = "no positions, no mask"
+        else:
+            setting = f"no positions; the mask, hiding {np.flatnonzero(~mask).tolist()}, stays in place"
+        answer = "a" if kept else "c"
+        self.named = {"b": "rows_follow_keys", "c": "keys_order_matters"} if kept else \
+            {"b": "rows_follow_keys", "a": "pairs_are_a_set"}
+        allowed = "every pair" if mask is None else "the pairs under a True"
+        if kept:
+            a = (f"A query's output is a weighted sum over {allowed}: the move kept the same set of them, and "
+                 f"the order of the terms does not matter (kept: {kept}). The rows are the queries, which did "
+                 "not move.")
+            c = ("A weighted sum does not depend on the order of its terms, and the move kept the same pairs "
+                 "readable. Without positions, a query cannot tell in which order the source's words came.")
+        else:
+            a = (f"The pairs form a set only together with the mask that picks them. The mask stayed at its "
+                 f"positions while the pairs moved, so other pairs are now readable: the outputs move by up to "
+                 f"{gap:.3f}.")
+            hidden = ", ".join(f"'{sources[j]}'" for j in order[~mask] if mask[j]) or "no real word"
+            shown = ", ".join(f"'{sources[j]}'" for j in order[mask] if not mask[j]) or "no masked pair"
+            c = (f"The mask stayed put while the pairs moved: now {hidden} is hidden and {shown} is read, so "
+                 f"the outputs move (by up to {gap:.3f}).")
+        b = ("In self-attention the queries are the moved words, so the rows move. Here the rows are the "
+             f"target's queries ({words}), and they stayed where they were.")
         super().__init__(
-            question=f"Reverse the source sentence (its keys and values; no positions). What happens to the "
-                     f"outputs of {words}?",
+            question=f"Cross-attention ({setting}). The source's key-value pairs become '{moved}'. What "
+                     f"happens to the outputs of {words}?",
             options={"a": "each keeps its output",
                      "b": "they come out in reverse order",
                      "c": "they change"},
-            answer="a",
-            why={"a": f"A query's output is a weighted sum over the key-value pairs: their order does not matter "
-                      f"(kept: {kept}). The rows are the queries, which did not move.",
-                 "b": "In self-attention the queries are the moved words, so the rows move. Here the rows are "
-                      f"the target's queries ({words}), and they stayed where they were.",
-                 "c": "A weighted sum does not depend on the order of its terms. Without positions, a query "
-                      "cannot tell in which order the source's words came."},
-            hint="Which sentence do the rows belong to?")
+            answer=answer,
+            why={"a": a, "b": b, "c": c},
+            hint="Which pairs does the mask pass now?")
 
 
 class PositionsMeanExercise(ChoiceExercise):
@@ -386,8 +419,7 @@ class PositionsMeanExercise(ChoiceExercise):
         if gap < 1e-6:
             raise ValueError("X, PE and order must be inputs whose mean output moves when positions are added")
         super().__init__(
-            question="Reverse the sentence with the positions added (X[perm] + PE). Is the mean of the outputs "
-                     "the same as before?",
+            question=f"Take X[{order.tolist()}] + PE. Is the mean of its outputs that of X + PE?",
             options={"a": "yes: a mean ignores order",
                      "b": "no: the inputs are other vectors",
                      "c": "yes: the same position vectors"},
@@ -398,4 +430,4 @@ class PositionsMeanExercise(ChoiceExercise):
                       f"{gap:.3f}; without positions it stays: {plain}).",
                  "c": "The same position vectors, yes, but added to other words: the sums are other vectors, "
                       f"and the mean moves by up to {gap:.3f}."},
-            hint="Is X[perm] + PE a reordering of X + PE?")
+            hint=f"Is X[{order.tolist()}] + PE a reordering of X + PE?")
