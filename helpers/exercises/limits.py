@@ -301,8 +301,7 @@ class RandomStackExercise(ChoiceExercise):
                       f"vectors: where does their residual end?"),
             options={k: v.format(c=collapsed, t=trained) for k, v in self.OPTIONS_TEXT.items()},
             answer=answer, why=why,
-            hint=["In the table, post-LN ends far from 0 with small weights and near 0 with large ones: where does "
-                  "this scale sit between them?",
+            hint=["Which two of the table's post-LN columns lie either side of this scale?",
                   "Depth matters too: these stacks have half the table's 12 layers."])
 
     def question(self):
