@@ -189,8 +189,7 @@ PHRASES = {
     # notebook 07's exercises of understanding (issue 33 sec. 2)
     "norm_keeps_tokens_apart": "LayerNorm is not a rescaling of the whole sentence",
     "norm_makes_tokens_equal": "a condition on each token, not one vector",
-    "post_ln_collapses": "collapses only when its weights are large enough",
-    "random_keeps_apart": "Random weights need not end above trained ones",
+    "post_ln_collapses": "collapsed in the table only with large weights",
     "training_keeps_apart": "Random weights are not bound to end below trained ones",
 }
 
@@ -398,10 +397,10 @@ CASES = {
             ("not_attempted", "answer = ..."),
         ],
         "ex_stack": [
-            (None, "answer = 'b'", "the size of the weights decides it"),
-            (None, "answer = '(B)'"),
-            ("post_ln_collapses", "answer = 'a'", "smaller weights and fewer layers"),
-            ("random_keeps_apart", "answer = 'c'"),
+            (None, "answer = 'c'", "the size of the weights decides it"),
+            (None, "answer = '(C)'"),
+            ("post_ln_collapses", "answer = 'a'", "scale-0.5 column"),
+            ("training_keeps_apart", "answer = 'b'"),
             ("not_a_choice", "answer = 'd'", "'a', 'b' or 'c'"),
             ("not_attempted", "answer = ..."),
         ],

@@ -269,7 +269,7 @@ class RandomStackExercise(ChoiceExercise):
                     "c": "above {t:.3f}: above the trained model"}
     KEYS = {"a": "post_ln_collapses", "b": "training_keeps_apart", "c": "random_keeps_apart"}
 
-    def __init__(self, X, trained, num_layers=6, num_heads=12, scale=0.75, seeds=(0, 1, 2), collapsed=0.01):
+    def __init__(self, X, trained, num_layers=6, num_heads=12, scale=0.5, seeds=(0, 1, 2), collapsed=0.01):
         X = _matrix(X, "X")
         trained = _number(trained, "trained", 1e-9, 1.0 - 1e-9)
         collapsed = _number(collapsed, "collapsed", 1e-12, trained)
@@ -286,12 +286,11 @@ class RandomStackExercise(ChoiceExercise):
         answer = bins.pop()
         self.named = {k: v for k, v in self.KEYS.items() if k != answer}
         measured = f"They end at {_show(min(self.ends))} to {_show(max(self.ends))}"
-        why = {"a": "A post-LN stack collapses only when its weights are large enough: smaller weights and fewer "
-                    "layers average less.",
+        why = {"a": "Post-LN collapsed in the table only with large weights: look at its scale-0.5 column.",
                "b": "Random weights are not bound to end below trained ones: the size of the weights decides how far "
                     "a random post-LN stack keeps its tokens apart.",
                "c": "Random weights need not end above trained ones: with large weights the averaging wins, as in "
-                    "the table's largest scale."}
+                    "the table's scale-2 column."}
         why[answer] = f"{measured}, beside the trained model's {trained:.3f}: the size of the weights decides it."
         self.settings = dict(num_layers=num_layers, num_heads=int(num_heads), scale=scale, seeds=seeds,
                              trained=trained, collapsed=collapsed)
@@ -301,7 +300,7 @@ class RandomStackExercise(ChoiceExercise):
                       f"vectors: where does their residual end?"),
             options={k: v.format(c=collapsed, t=trained) for k, v in self.OPTIONS_TEXT.items()},
             answer=answer, why=why,
-            hint=["Which two of the table's post-LN columns lie either side of this scale?",
+            hint=["The table ran post-LN at three scales. Which column has weights of this size?",
                   "Depth matters too: these stacks have half the table's 12 layers."])
 
     def question(self):
